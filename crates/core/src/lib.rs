@@ -26,4 +26,4 @@ pub use money::{Currency, CurrencyError, Money, MoneyError};
 pub use pricing::{
     Billing, OffPeakWindow, PricePer, PricingModel, RateCard, RateCardError, SECONDS_PER_HOUR,
 };
-pub use rust_decimal::Decimal;
+pub use rust_decimal::{Decimal, RoundingStrategy};

@@ -268,8 +268,10 @@ fn replica_size(w: &Workload, m: &Model, layout: &Layout<'_>, capacity: f64, hea
         }
         tp *= 2;
     }
-    // Pipeline across nodes when even a whole node is too small.
-    if layout.gpus > limit && !fits(memory::inference(w, m, limit, 1.0, context).total, capacity, headroom) {
+    // Pipeline across nodes when even a whole node is too small, but only over an RDMA fabric:
+    // splitting one replica across Ethernet-connected machines is not a serving setup anyone
+    // should be recommended.
+    if layout.rdma && layout.gpus > limit && !fits(memory::inference(w, m, limit, 1.0, context).total, capacity, headroom) {
         return layout.gpus;
     }
     limit

@@ -1,0 +1,227 @@
+//! Command-line arguments: plain clap-derive data. The `///` docs are the `--help` text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// gpubroker: rent GPUs wisely. Plans where to run a GPU workload and what it will really cost.
+#[derive(Debug, Parser)]
+#[command(name = "gpubroker", version, about, long_about = None, propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: GlobalArgs,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GlobalArgs {
+    /// Catalog file or directory of catalog tables to use instead of the built-in offers
+    /// (repeatable; `builtin` adds the built-in offers). GPU specs, transfer and storage prices,
+    /// exchange rates and model presets always start from the built-in tables.
+    #[arg(long, global = true, env = "GPUBROKER_CATALOG", value_delimiter = ',', value_name = "PATH")]
+    pub(crate) catalog: Vec<String>,
+
+    /// Currency to show amounts in (USD, CNY, EUR, ...); converted with the catalog's dated rates.
+    #[arg(long, global = true, value_name = "CODE")]
+    pub(crate) currency: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Rank every feasible placement of a task by total cost (compute, storage, data transfer,
+    /// expected spot interruptions) and recommend one.
+    Plan(PlanArgs),
+    /// Estimate memory, time and throughput of one workload on one GPU configuration.
+    Estimate(EstimateArgs),
+    /// List GPU types with their cheapest offers, or the offers of one GPU (`A100:8`).
+    Gpus(GpusArgs),
+    /// Query and import catalogs of offerings.
+    #[command(subcommand)]
+    Catalog(CatalogCommand),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ObjectiveArg {
+    /// Cheapest total cost that meets the deadline and budget.
+    Cost,
+    /// Shortest time within the budget.
+    Time,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PlanArgs {
+    /// Task file (SkyPilot task YAML with gpubroker's `workload:` and `data:` blocks).
+    pub(crate) task: PathBuf,
+    /// What to minimise.
+    #[arg(long, value_enum, default_value_t = ObjectiveArg::Cost)]
+    pub(crate) objective: ObjectiveArg,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Rows to show in the table (the JSON always has every option).
+    #[arg(long, default_value_t = 10)]
+    pub(crate) limit: usize,
+    /// Show every option in the table.
+    #[arg(long)]
+    pub(crate) all: bool,
+    /// Pricing models to consider (default: all but reserved and committed).
+    #[arg(long, value_delimiter = ',', value_name = "MODEL")]
+    pub(crate) pricing: Vec<String>,
+    /// Safety margin on memory and on time against the deadline, as a fraction.
+    #[arg(long, default_value_t = 0.15)]
+    pub(crate) headroom: f64,
+    /// Largest number of nodes to consider per option.
+    #[arg(long, default_value_t = 16)]
+    pub(crate) max_nodes: u32,
+    /// Hours to price when the task has no `workload:` block.
+    #[arg(long)]
+    pub(crate) hours: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ModeArg {
+    Pretrain,
+    Finetune,
+    Lora,
+    Qlora,
+    Inference,
+    #[value(name = "batch-inference")]
+    BatchInference,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct EstimateArgs {
+    /// Task file whose `workload:` block to estimate (flags override it).
+    pub(crate) task: Option<PathBuf>,
+    /// Model preset (`llama-3-8b`).
+    #[arg(long)]
+    pub(crate) model: Option<String>,
+    /// Parameters (`8e9`, `8B`).
+    #[arg(long)]
+    pub(crate) params: Option<String>,
+    /// Parameters active per token (MoE).
+    #[arg(long)]
+    pub(crate) active_params: Option<String>,
+    /// Layers.
+    #[arg(long)]
+    pub(crate) layers: Option<u32>,
+    /// Hidden size.
+    #[arg(long)]
+    pub(crate) hidden: Option<u32>,
+    /// Attention heads.
+    #[arg(long)]
+    pub(crate) heads: Option<u32>,
+    /// KV heads (GQA).
+    #[arg(long)]
+    pub(crate) kv_heads: Option<u32>,
+    /// Vocabulary size.
+    #[arg(long)]
+    pub(crate) vocab: Option<u32>,
+    /// Workload kind.
+    #[arg(long, value_enum)]
+    pub(crate) mode: Option<ModeArg>,
+    /// Tokens processed (training).
+    #[arg(long)]
+    pub(crate) tokens: Option<String>,
+    /// Sequence length.
+    #[arg(long)]
+    pub(crate) seq_len: Option<u32>,
+    /// Micro-batch per GPU (training) or concurrent sequences (inference).
+    #[arg(long)]
+    pub(crate) batch: Option<u32>,
+    /// Prompt tokens per request.
+    #[arg(long)]
+    pub(crate) input_tokens: Option<u32>,
+    /// Generated tokens per request.
+    #[arg(long)]
+    pub(crate) output_tokens: Option<u32>,
+    /// Requests to process (batch inference).
+    #[arg(long)]
+    pub(crate) requests: Option<String>,
+    /// Precision: fp32, bf16, fp16, fp8, int8, int4, fp4.
+    #[arg(long)]
+    pub(crate) precision: Option<String>,
+    /// LoRA rank.
+    #[arg(long)]
+    pub(crate) lora_rank: Option<u32>,
+    /// GPU type.
+    #[arg(long)]
+    pub(crate) gpu: String,
+    /// GPUs in total.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) count: u32,
+    /// GPUs per node (default: min(count, 8)).
+    #[arg(long)]
+    pub(crate) gpus_per_node: Option<u32>,
+    /// Memory headroom required, as a fraction.
+    #[arg(long, default_value_t = 0.15)]
+    pub(crate) headroom: f64,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GpusArgs {
+    /// A GPU name, optionally with a count per instance (`A100:8`).
+    pub(crate) gpu: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CatalogCommand {
+    /// List offers, cheapest per hour first.
+    List(CatalogListArgs),
+    /// Convert SkyPilot catalog CSVs (`DIR/<cloud>/vms.csv`) into a gpubroker offers file.
+    Import(CatalogImportArgs),
+    /// Summarise the catalog: providers, offers per pricing model, exchange rates.
+    Info(CatalogInfoArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CatalogListArgs {
+    /// Provider ids.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) provider: Vec<String>,
+    /// Regions.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) region: Vec<String>,
+    /// GPU types (`A100-80GB` or `A100-80GB:8`).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) gpu: Vec<String>,
+    /// Pricing models.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) pricing: Vec<String>,
+    /// Highest price per hour of the instance (`3.5`, `3.5USD`, `20CNY`).
+    #[arg(long)]
+    pub(crate) max_price: Option<String>,
+    /// Rows to show.
+    #[arg(long, default_value_t = 50)]
+    pub(crate) limit: usize,
+    /// Print JSON (every matching offer).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CatalogImportArgs {
+    /// Directory of SkyPilot catalogs (`DIR/aws/vms.csv`, `DIR/lambda/vms.csv`, ...) or one vms.csv.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) skypilot: PathBuf,
+    /// Output offers file (default: standard output).
+    #[arg(long, short = 'o')]
+    pub(crate) output: Option<PathBuf>,
+    /// Date to record as the prices' `as_of` (default: today, UTC).
+    #[arg(long)]
+    pub(crate) as_of: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CatalogInfoArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}

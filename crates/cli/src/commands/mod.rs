@@ -1,0 +1,34 @@
+//! One file per subcommand; each is a function of resolved values that writes to stdout.
+
+mod catalog;
+mod estimate;
+mod gpus;
+mod plan;
+
+use anyhow::Result;
+
+use crate::ExitStatus;
+use crate::args::{CatalogCommand, Cli, Command};
+use crate::context::Context;
+
+pub(crate) fn run(cli: Cli) -> Result<ExitStatus> {
+    let ctx = Context::new(&cli.global)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match cli.command {
+        Command::Plan(args) => plan::plan(&ctx, &args, &mut out),
+        Command::Estimate(args) => estimate::estimate(&ctx, &args, &mut out),
+        Command::Gpus(args) => gpus::gpus(&ctx, &args, &mut out),
+        Command::Catalog(CatalogCommand::List(args)) => catalog::list(&ctx, &args, &mut out),
+        Command::Catalog(CatalogCommand::Import(args)) => catalog::import(&ctx, &args, &mut out),
+        Command::Catalog(CatalogCommand::Info(args)) => catalog::info(&ctx, &args, &mut out),
+    }
+}
+
+/// Reads and validates a task file.
+pub(crate) fn load_task(ctx: &Context, path: &std::path::Path) -> Result<gpubroker_plan::Task> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{shown}: cannot read the task file: {e}"))?;
+    let file = gpubroker_plan::TaskFile::parse(&shown, &text)?;
+    Ok(file.validate(&shown, &text, &ctx.catalog, ctx.clock.now())?)
+}
