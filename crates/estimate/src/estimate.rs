@@ -188,18 +188,34 @@ fn inference(
     mut a: Assumptions,
 ) -> Estimate {
     let context = (w.input_tokens + w.output_tokens) as f64;
-    // One replica per node at most: tensor parallelism across nodes is rarely worth it, so a
-    // replica uses the smallest power of two of GPUs in one node that holds the model, and the
-    // other GPUs run more replicas.
-    let tp = replica_size(w, m, layout, capacity, headroom, context);
+    let smallest = replica_size(w, m, layout, capacity, headroom, context);
+    let in_node = layout.gpus.min(layout.gpus_per_node).max(1);
+    // Replica size: a latency estimate uses every GPU of the node for one replica (what a user
+    // measuring time-to-first-token runs); throughput work tries each power of two from the
+    // smallest that fits and keeps the one with the most tokens per second over all GPUs.
+    let tp = match (&w.serving, w.kind) {
+        (None, WorkloadKind::Inference) => smallest.max(in_node),
+        _ => {
+            let mut best = (smallest, 0.0);
+            let mut tp = smallest;
+            while tp <= in_node.max(smallest) {
+                let tps = replica_throughput(w, m, layout, eff, capacity, tp, context) * (layout.gpus / tp).max(1) as f64;
+                if tps > best.1 * 1.02 {
+                    best = (tp, tps);
+                }
+                if tp >= in_node {
+                    break;
+                }
+                tp *= 2;
+            }
+            best.0
+        }
+    };
     let replicas = (layout.gpus / tp).max(1);
     let replica = Layout { gpus: tp, ..*layout };
     let base = memory::inference(w, m, tp, 1.0, context);
     let fits_one = fits(base.total, capacity, headroom);
-    // KV pool: the engine's share of memory minus weights, workspace and runtime.
-    let pool = capacity * INFERENCE_MEMORY_FRACTION - (base.total - base.kv_cache);
-    let kv_per_seq = memory::kv_bytes_per_token_per_gpu(w, m, tp as f64) * context / memory::GIB;
-    let max_batch = if kv_per_seq > 0.0 { (pool / kv_per_seq).floor().clamp(0.0, MAX_INFERENCE_BATCH) } else { MAX_INFERENCE_BATCH };
+    let max_batch = kv_batch_limit(w, m, capacity, tp, context);
     let avg_context = w.input_tokens as f64 + w.output_tokens as f64 / 2.0;
     a.parallelism = if tp > 1 { format!("tensor-parallel x{tp}, {replicas} replica(s)") } else { format!("{replicas} replica(s)") };
     let ttft_s = timing::ttft_s(w, m, &replica, eff);
@@ -255,6 +271,29 @@ fn inference(
         meets_throughput: meets,
         assumptions: Assumptions { scaling_efficiency: 1.0, ..a },
     }
+}
+
+/// Sequences whose KV cache fits beside the weights on a replica of `tp` GPUs.
+fn kv_batch_limit(w: &Workload, m: &Model, capacity: f64, tp: u32, context: f64) -> f64 {
+    let base = memory::inference(w, m, tp, 1.0, context);
+    // KV pool: the engine's share of memory minus weights, workspace and runtime.
+    let pool = capacity * INFERENCE_MEMORY_FRACTION - (base.total - base.kv_cache);
+    let kv_per_seq = memory::kv_bytes_per_token_per_gpu(w, m, tp as f64) * context / memory::GIB;
+    if kv_per_seq > 0.0 { (pool / kv_per_seq).floor().clamp(0.0, MAX_INFERENCE_BATCH) } else { MAX_INFERENCE_BATCH }
+}
+
+/// Steady-state output tokens/s of one replica of `tp` GPUs at its largest batch.
+fn replica_throughput(w: &Workload, m: &Model, layout: &Layout<'_>, eff: &crate::Efficiency, capacity: f64, tp: u32, context: f64) -> f64 {
+    let replica = Layout { gpus: tp, ..*layout };
+    let b = w.batch.map(f64::from).unwrap_or_else(|| kv_batch_limit(w, m, capacity, tp, context));
+    if b < 1.0 {
+        return 0.0;
+    }
+    let out = w.output_tokens as f64;
+    let avg_context = w.input_tokens as f64 + out / 2.0;
+    let step = timing::decode_step_s(w, m, &replica, eff, b, avg_context);
+    let prefill = timing::prefill_s(w, m, &replica, eff, 1.0, w.input_tokens as f64);
+    b * out / (out * step + b * prefill)
 }
 
 /// GPUs per inference replica: the smallest power of two (within a node, and within the GPUs
