@@ -53,7 +53,11 @@ pub(crate) fn money(amount: Decimal, currency: Currency) -> String {
 }
 
 pub(crate) fn write_json<T: Serialize>(out: &mut impl Write, value: &T) -> Result<()> {
-    serde_json::to_writer_pretty(&mut *out, value)?;
+    // Keep an I/O failure an `io::Error` so that a closed pipe is recognised as such.
+    serde_json::to_writer_pretty(&mut *out, value).map_err(|e| match e.io_error_kind() {
+        Some(kind) => anyhow::Error::from(std::io::Error::from(kind)),
+        None => anyhow::Error::from(e),
+    })?;
     writeln!(out)?;
     Ok(())
 }

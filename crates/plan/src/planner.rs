@@ -318,7 +318,8 @@ fn price_offer(
     let compute_hours = sizing.hours;
     let mut reasons = Vec::new();
     let fits = sizing.estimate.as_ref().is_none_or(|e| e.fits);
-    if !compute_hours.is_finite() || compute_hours > 24.0 * 366.0 * 20.0 {
+    // Keep absurdly slow options (they explain why a small GPU will not do) but not infinite ones.
+    if !compute_hours.is_finite() || compute_hours > 1e9 {
         return None;
     }
     // Spot: expected interruptions over the run on any of the nodes, each costing the restart overhead.

@@ -1,0 +1,8 @@
+//! End-to-end tests of the `gpubroker` binary: one test harness (uv 715f28fd39), one module per
+//! command. Output is snapshotted with insta; `GPUBROKER_NOW` fixes the clock.
+
+mod catalog;
+mod common;
+mod errors;
+mod estimate;
+mod plan;
