@@ -252,22 +252,15 @@ impl Catalog {
         let candidates: Vec<&T> =
             rows.iter().filter(|r| r.provider().eq_ignore_ascii_case(provider) && pred(r)).collect();
         let exact: Vec<&T> = candidates.iter().copied().filter(|r| r.region() == region).collect();
-        let chosen = if exact.is_empty() {
-            candidates.into_iter().filter(|r| r.region() == "*").collect()
-        } else {
-            exact
-        };
+        let chosen =
+            if exact.is_empty() { candidates.into_iter().filter(|r| r.region() == "*").collect() } else { exact };
         let newest = chosen.iter().map(|r| r.as_of()).max();
         chosen.into_iter().filter(|r| Some(r.as_of()) == newest).collect()
     }
 
     /// The currency most offers of `provider` are priced in (for display hints).
     pub fn provider_currency(&self, provider: &str) -> Currency {
-        self.offers
-            .iter()
-            .find(|o| o.provider == provider)
-            .map(|o| o.rate.price.currency)
-            .unwrap_or(Currency::USD)
+        self.offers.iter().find(|o| o.provider == provider).map(|o| o.rate.price.currency).unwrap_or(Currency::USD)
     }
 }
 
@@ -342,8 +335,8 @@ impl Loader {
         }
         let text = std::fs::read_to_string(path)
             .map_err(|e| CatalogError::file(&shown, format!("cannot read catalog file: {e}")))?;
-        let kind = TableKind::from_file_name(path).or_else(|| TableKind::from_header(&text)).ok_or_else(|| {
-            CatalogError {
+        let kind =
+            TableKind::from_file_name(path).or_else(|| TableKind::from_header(&text)).ok_or_else(|| CatalogError {
                 file: shown.clone(),
                 line: 1,
                 field: "header".into(),
@@ -352,8 +345,7 @@ impl Loader {
                      transfer.csv, storage.csv, fx.csv or models.csv",
                     tables::OFFER_COLUMNS.join(",")
                 ),
-            }
-        })?;
+            })?;
         self.add(cat, kind, &shown, &text)
     }
 
@@ -485,8 +477,27 @@ mod tests {
     fn builtin_catalog_loads_and_is_complete() {
         let cat = Catalog::builtin().expect("the built-in catalog must load");
         for gpu in [
-            "H200", "H100", "H100-PCIE", "A100-80GB", "A100", "L40S", "L4", "A10G", "A10", "T4", "V100", "V100-32GB",
-            "RTX4090", "RTX3090", "RTXA6000", "B200", "MI300X", "A800", "H800", "H20", "L20",
+            "H200",
+            "H100",
+            "H100-PCIE",
+            "A100-80GB",
+            "A100",
+            "L40S",
+            "L4",
+            "A10G",
+            "A10",
+            "T4",
+            "V100",
+            "V100-32GB",
+            "RTX4090",
+            "RTX3090",
+            "RTXA6000",
+            "B200",
+            "MI300X",
+            "A800",
+            "H800",
+            "H20",
+            "L20",
         ] {
             assert!(cat.gpu(gpu).is_some(), "GPU {gpu} missing from gpus.csv");
             // No public H800 rental price was found (it is sold inside China through resellers
@@ -494,8 +505,10 @@ mod tests {
             if gpu == "H800" {
                 continue;
             }
-            assert!(cat.offers().iter().any(|o| o.gpu == cat.gpu(gpu).map(|g| g.name.clone()).unwrap_or_default()),
-                "no offer for {gpu}");
+            assert!(
+                cat.offers().iter().any(|o| o.gpu == cat.gpu(gpu).map(|g| g.name.clone()).unwrap_or_default()),
+                "no offer for {gpu}"
+            );
         }
         let providers = cat.providers();
         for p in ["aws", "gcp", "azure", "lambda", "runpod", "vast", "alibaba", "tencent"] {
@@ -524,8 +537,19 @@ mod tests {
     fn presets_exist() {
         let cat = Catalog::builtin().unwrap();
         for m in [
-            "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "llama-3.1-8b", "llama-3.1-70b",
-            "llama-3.1-405b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b", "qwen2.5-72b", "deepseek-v3",
+            "llama-2-7b",
+            "llama-2-13b",
+            "llama-2-70b",
+            "llama-3-8b",
+            "llama-3-70b",
+            "llama-3.1-8b",
+            "llama-3.1-70b",
+            "llama-3.1-405b",
+            "mistral-7b",
+            "mixtral-8x7b",
+            "qwen2.5-7b",
+            "qwen2.5-72b",
+            "deepseek-v3",
         ] {
             assert!(cat.model(m).is_some(), "preset {m} missing");
         }
@@ -570,7 +594,11 @@ mod tests {
         assert_eq!(err.line, 3);
         assert_eq!(err.field, "price");
         assert!(err.to_string().contains("offers.csv:3: price:"), "{err}");
-        std::fs::write(&path, "provider,region,instance_type,gpu,gpu_count,pricing,price,currency\nx,r,t,GTX480,1,on_demand,1,USD\n").unwrap();
+        std::fs::write(
+            &path,
+            "provider,region,instance_type,gpu,gpu_count,pricing,price,currency\nx,r,t,GTX480,1,on_demand,1,USD\n",
+        )
+        .unwrap();
         let err = Catalog::load(&[CatalogSource::Path(path.clone())]).unwrap_err();
         assert_eq!((err.line, err.field.as_str()), (2, "gpu"));
         std::fs::remove_dir_all(&dir).ok();

@@ -153,8 +153,5 @@ impl GpuSpec {
 
 /// The key used to match names: lowercase, without `-`, `_`, spaces or dots.
 pub fn normalize_name(name: &str) -> String {
-    name.chars()
-        .filter(|c| !matches!(c, '-' | '_' | ' ' | '.'))
-        .flat_map(char::to_lowercase)
-        .collect()
+    name.chars().filter(|c| !matches!(c, '-' | '_' | ' ' | '.')).flat_map(char::to_lowercase).collect()
 }

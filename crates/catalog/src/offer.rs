@@ -147,7 +147,11 @@ impl FromStr for TransferKind {
             "inter_region" => TransferKind::InterRegion,
             "inter_zone" => TransferKind::InterZone,
             "ingress" => TransferKind::Ingress,
-            _ => return Err(format!("unknown transfer kind `{s}`: expected internet_egress, inter_region, inter_zone or ingress")),
+            _ => {
+                return Err(format!(
+                    "unknown transfer kind `{s}`: expected internet_egress, inter_region, inter_zone or ingress"
+                ));
+            }
         })
     }
 }

@@ -19,15 +19,10 @@ impl Table {
     /// Parses `text` as CSV with a header row. `required` columns must exist.
     pub(crate) fn parse(file: &str, text: &str, required: &[&str]) -> Result<Table, CatalogError> {
         let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
-        let headers = reader
-            .headers()
-            .map_err(|e| CatalogError::file(file, format!("cannot read the header row: {e}")))?
-            .clone();
-        let columns: HashMap<String, usize> = headers
-            .iter()
-            .enumerate()
-            .map(|(i, h)| (h.trim().trim_start_matches('\u{feff}').to_string(), i))
-            .collect();
+        let headers =
+            reader.headers().map_err(|e| CatalogError::file(file, format!("cannot read the header row: {e}")))?.clone();
+        let columns: HashMap<String, usize> =
+            headers.iter().enumerate().map(|(i, h)| (h.trim().trim_start_matches('\u{feff}').to_string(), i)).collect();
         let missing: Vec<&str> = required.iter().copied().filter(|c| !columns.contains_key(*c)).collect();
         if !missing.is_empty() {
             return Err(CatalogError {
@@ -41,7 +36,12 @@ impl Table {
         for record in reader.records() {
             let record = record.map_err(|e| {
                 let line = e.position().map(|p| p.line()).unwrap_or(0);
-                CatalogError { file: file.to_string(), line, field: "row".into(), message: format!("malformed CSV: {e}") }
+                CatalogError {
+                    file: file.to_string(),
+                    line,
+                    field: "row".into(),
+                    message: format!("malformed CSV: {e}"),
+                }
             })?;
             let line = record.position().map(|p| p.line()).unwrap_or(0);
             if record.iter().all(|f| f.trim().is_empty()) {
@@ -103,10 +103,9 @@ impl<'a> Row<'a> {
     {
         match self.opt(field) {
             None => Ok(None),
-            Some(v) => v
-                .parse::<T>()
-                .map(Some)
-                .map_err(|e| self.error(field, format!("`{v}` is not {expected} ({e})"))),
+            Some(v) => {
+                v.parse::<T>().map(Some).map_err(|e| self.error(field, format!("`{v}` is not {expected} ({e})")))
+            }
         }
     }
 

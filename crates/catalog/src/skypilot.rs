@@ -74,15 +74,12 @@ pub fn import(dir: &Path, known: &Catalog, as_of: Date) -> Result<Import, Catalo
 fn find_vms_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, CatalogError> {
     let shown = dir.display().to_string();
     if dir.is_file() {
-        let cloud = dir
-            .parent()
-            .and_then(|p| p.file_name())
-            .and_then(|n| n.to_str())
-            .unwrap_or("unknown")
-            .to_ascii_lowercase();
+        let cloud =
+            dir.parent().and_then(|p| p.file_name()).and_then(|n| n.to_str()).unwrap_or("unknown").to_ascii_lowercase();
         return Ok(vec![(cloud, dir.to_path_buf())]);
     }
-    let entries = std::fs::read_dir(dir).map_err(|e| CatalogError::file(&shown, format!("cannot read directory: {e}")))?;
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| CatalogError::file(&shown, format!("cannot read directory: {e}")))?;
     let mut out = Vec::new();
     for entry in entries.flatten() {
         let p = entry.path().join("vms.csv");
@@ -105,7 +102,8 @@ fn import_file(
 ) -> Result<(), CatalogError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| CatalogError::file(&shown, format!("cannot read: {e}")))?;
-    let table = Table::parse(&shown, &text, &["InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region"])?;
+    let table =
+        Table::parse(&shown, &text, &["InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region"])?;
     let billing = provider_billing(known, cloud);
     let spot_buckets: HashMap<(&str, &str), _> = known
         .offers()
@@ -135,7 +133,13 @@ fn import_file(
             Some(c) if c >= 1.0 && c.fract() == 0.0 && c <= 64.0 => c as u32,
             other => {
                 import.stats.bad_rows += 1;
-                warn(import, format!("AcceleratorCount: `{}` is not a whole number of GPUs from 1 to 64; skipped", other.map(|c| c.to_string()).unwrap_or_default()));
+                warn(
+                    import,
+                    format!(
+                        "AcceleratorCount: `{}` is not a whole number of GPUs from 1 to 64; skipped",
+                        other.map(|c| c.to_string()).unwrap_or_default()
+                    ),
+                );
                 continue;
             }
         };

@@ -3,9 +3,7 @@
 use std::io::Write;
 use std::str::FromStr;
 
-use gpubroker_core::{
-    Billing, Currency, FxRate, Money, OffPeakWindow, PricePer, PricingModel, RateCard,
-};
+use gpubroker_core::{Billing, Currency, FxRate, Money, OffPeakWindow, PricePer, PricingModel, RateCard};
 
 use crate::error::CatalogError;
 use crate::gpu::GpuSpec;
@@ -74,10 +72,7 @@ pub(crate) fn parse_offers(
     Ok(out)
 }
 
-pub(crate) fn parse_offer(
-    row: &Row<'_>,
-    resolve_gpu: &dyn Fn(&str) -> Option<String>,
-) -> Result<Offer, CatalogError> {
+pub(crate) fn parse_offer(row: &Row<'_>, resolve_gpu: &dyn Fn(&str) -> Option<String>) -> Result<Offer, CatalogError> {
     let gpu_name = row.req("gpu")?;
     let gpu = resolve_gpu(gpu_name).ok_or_else(|| {
         row.error("gpu", format!("unknown GPU `{gpu_name}`; run `gpubroker gpus` for the known names"))
@@ -216,8 +211,25 @@ pub(crate) fn parse_models(table: &Table) -> Result<Vec<ModelPreset>, CatalogErr
 
 /// The columns of `offers.csv`, in order.
 pub(crate) const OFFER_HEADER: &[&str] = &[
-    "provider", "region", "zone", "instance_type", "gpu", "gpu_count", "vcpus", "memory_gib", "pricing", "price",
-    "currency", "per", "billing_increment_s", "min_billed_s", "spot_interruption", "window", "source", "as_of", "notes",
+    "provider",
+    "region",
+    "zone",
+    "instance_type",
+    "gpu",
+    "gpu_count",
+    "vcpus",
+    "memory_gib",
+    "pricing",
+    "price",
+    "currency",
+    "per",
+    "billing_increment_s",
+    "min_billed_s",
+    "spot_interruption",
+    "window",
+    "source",
+    "as_of",
+    "notes",
 ];
 
 /// Writes offers in the `offers.csv` schema that `--catalog` reads.

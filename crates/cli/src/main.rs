@@ -29,7 +29,10 @@ fn main() -> ExitCode {
         Ok(ExitStatus::Failure) => ExitCode::from(1),
         Err(err) => {
             // A closed pipe (`gpubroker plan x | head`) is not an error worth reporting.
-            if err.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)) {
+            if err
+                .chain()
+                .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe))
+            {
                 return ExitCode::SUCCESS;
             }
             let mut stderr = std::io::stderr().lock();

@@ -76,9 +76,7 @@ impl FxTable {
         }
         let f = self.rate(from).ok_or(FxError::NoRate(from))?;
         let t = self.rate(to).ok_or(FxError::NoRate(to))?;
-        f.usd_per_unit
-            .checked_div(t.usd_per_unit)
-            .ok_or(FxError::Money(MoneyError::Overflow))
+        f.usd_per_unit.checked_div(t.usd_per_unit).ok_or(FxError::Money(MoneyError::Overflow))
     }
 
     /// `money` expressed in `to`.

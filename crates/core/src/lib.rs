@@ -23,7 +23,5 @@ pub mod units;
 pub use clock::Clock;
 pub use fx::{FxError, FxRate, FxTable};
 pub use money::{Currency, CurrencyError, Money, MoneyError};
-pub use pricing::{
-    Billing, OffPeakWindow, PricePer, PricingModel, RateCard, RateCardError, SECONDS_PER_HOUR,
-};
+pub use pricing::{Billing, OffPeakWindow, PricePer, PricingModel, RateCard, RateCardError, SECONDS_PER_HOUR};
 pub use rust_decimal::{Decimal, RoundingStrategy};

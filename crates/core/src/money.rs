@@ -160,9 +160,7 @@ impl Money {
     /// Rounded to `dp` decimal places, half away from zero (how providers round invoice lines).
     pub fn round_dp(self, dp: u32) -> Money {
         Money {
-            amount: self
-                .amount
-                .round_dp_with_strategy(dp, rust_decimal::RoundingStrategy::MidpointAwayFromZero),
+            amount: self.amount.round_dp_with_strategy(dp, rust_decimal::RoundingStrategy::MidpointAwayFromZero),
             currency: self.currency,
         }
     }

@@ -332,18 +332,13 @@ impl RateCard {
         if let Some(period) = self.pricing.subscription_period() {
             let periods = run_s.div_ceil(period.seconds()).max(1);
             // The price is quoted per `self.per`; scale it to the plan's period first.
-            let per_period = self
-                .price
-                .checked_mul(Decimal::from(period.hours()))?
-                .checked_div(Decimal::from(self.per.hours()))?;
+            let per_period =
+                self.price.checked_mul(Decimal::from(period.hours()))?.checked_div(Decimal::from(self.per.hours()))?;
             return Ok(per_period.checked_mul(Decimal::from(periods))?);
         }
         let billed = self.billing.billed_seconds(run_s);
         // Multiply before dividing so that exact prices stay exact.
-        Ok(self
-            .price
-            .checked_mul(Decimal::from(billed))?
-            .checked_div(Decimal::from(self.per.seconds()))?)
+        Ok(self.price.checked_mul(Decimal::from(billed))?.checked_div(Decimal::from(self.per.seconds()))?)
     }
 
     /// The cost of one launch that starts at `start` and runs `run_s` seconds. Off-peak rate

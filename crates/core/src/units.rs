@@ -29,9 +29,7 @@ pub fn parse_size_gb(text: &str) -> Result<Decimal, UnitError> {
     let t = text.trim();
     let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let value = Decimal::from_str(num.trim())
-        .or_else(|_| Decimal::from_scientific(num.trim()))
-        .map_err(|_| err())?;
+    let value = Decimal::from_str(num.trim()).or_else(|_| Decimal::from_scientific(num.trim())).map_err(|_| err())?;
     if value.is_sign_negative() {
         return Err(err());
     }

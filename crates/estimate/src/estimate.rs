@@ -156,7 +156,11 @@ fn training(
     a.activation_recompute = recompute;
     a.flops_per_token = Some(timing::training_flops_per_token(w, m, recompute));
     if matches!(w.kind, WorkloadKind::Lora | WorkloadKind::Qlora) {
-        a.notes.push(format!("LoRA rank {} on q,k,v,o,gate,up,down: {:.1}M trainable parameters", w.lora_rank, m.lora_params(w.lora_rank) / 1e6));
+        a.notes.push(format!(
+            "LoRA rank {} on q,k,v,o,gate,up,down: {:.1}M trainable parameters",
+            w.lora_rank,
+            m.lora_params(w.lora_rank) / 1e6
+        ));
     }
     if recompute {
         a.notes.push("activations recomputed in the backward pass to fit (+2 FLOPs/param/token)".into());
@@ -199,7 +203,8 @@ fn inference(
             let mut best = (smallest, 0.0);
             let mut tp = smallest;
             while tp <= in_node.max(smallest) {
-                let tps = replica_throughput(w, m, layout, eff, capacity, tp, context) * (layout.gpus / tp).max(1) as f64;
+                let tps =
+                    replica_throughput(w, m, layout, eff, capacity, tp, context) * (layout.gpus / tp).max(1) as f64;
                 if tps > best.1 * 1.02 {
                     best = (tp, tps);
                 }
@@ -217,7 +222,8 @@ fn inference(
     let fits_one = fits(base.total, capacity, headroom);
     let max_batch = kv_batch_limit(w, m, capacity, tp, context);
     let avg_context = w.input_tokens as f64 + w.output_tokens as f64 / 2.0;
-    a.parallelism = if tp > 1 { format!("tensor-parallel x{tp}, {replicas} replica(s)") } else { format!("{replicas} replica(s)") };
+    a.parallelism =
+        if tp > 1 { format!("tensor-parallel x{tp}, {replicas} replica(s)") } else { format!("{replicas} replica(s)") };
     let ttft_s = timing::ttft_s(w, m, &replica, eff);
     let step = |b: f64| timing::decode_step_s(w, m, &replica, eff, b, avg_context);
     let prefill_per_request = timing::prefill_s(w, m, &replica, eff, 1.0, w.input_tokens as f64);
@@ -235,7 +241,10 @@ fn inference(
             let need_tps = s.requests_per_second * out;
             let have_tps = replica_tps(b) * replicas as f64;
             let latency_ok = step(b) <= tpot_target && s.ttft_ms.is_none_or(|t| ttft_s * 1000.0 <= t);
-            a.notes.push(format!("serving {:.2} req/s needs {:.0} output tokens/s; {} replica(s) give {:.0}", s.requests_per_second, need_tps, replicas, have_tps));
+            a.notes.push(format!(
+                "serving {:.2} req/s needs {:.0} output tokens/s; {} replica(s) give {:.0}",
+                s.requests_per_second, need_tps, replicas, have_tps
+            ));
             (b, Some(latency_ok && have_tps >= need_tps && max_batch >= 1.0), Some(s.duration_hours))
         }
         (None, WorkloadKind::BatchInference) | (None, WorkloadKind::Inference) => {
@@ -251,9 +260,17 @@ fn inference(
     };
     let mem = memory::inference(w, m, tp, batch, context);
     if w.batch.is_some_and(|b| f64::from(b) > max_batch) {
-        a.notes.push(format!("batch {} does not fit the KV cache; at most {max_batch:.0} sequences of {context:.0} tokens fit", w.batch.unwrap_or(0)));
+        a.notes.push(format!(
+            "batch {} does not fit the KV cache; at most {max_batch:.0} sequences of {context:.0} tokens fit",
+            w.batch.unwrap_or(0)
+        ));
     }
-    a.notes.push(format!("KV cache: {:.0} KiB per token; {:.0} sequences of {:.0} tokens fit per replica", m.kv_bytes_per_token(memory::kv_value_bytes(w.precision)) / 1024.0, max_batch, context));
+    a.notes.push(format!(
+        "KV cache: {:.0} KiB per token; {:.0} sequences of {:.0} tokens fit per replica",
+        m.kv_bytes_per_token(memory::kv_value_bytes(w.precision)) / 1024.0,
+        max_batch,
+        context
+    ));
     let tps = replica_tps(batch) * replicas as f64;
     let batch_fits = w.batch.is_none_or(|b| f64::from(b) <= max_batch);
     Estimate {
@@ -283,7 +300,15 @@ fn kv_batch_limit(w: &Workload, m: &Model, capacity: f64, tp: u32, context: f64)
 }
 
 /// Steady-state output tokens/s of one replica of `tp` GPUs at its largest batch.
-fn replica_throughput(w: &Workload, m: &Model, layout: &Layout<'_>, eff: &crate::Efficiency, capacity: f64, tp: u32, context: f64) -> f64 {
+fn replica_throughput(
+    w: &Workload,
+    m: &Model,
+    layout: &Layout<'_>,
+    eff: &crate::Efficiency,
+    capacity: f64,
+    tp: u32,
+    context: f64,
+) -> f64 {
     let replica = Layout { gpus: tp, ..*layout };
     let b = w.batch.map(f64::from).unwrap_or_else(|| kv_batch_limit(w, m, capacity, tp, context));
     if b < 1.0 {
@@ -310,7 +335,10 @@ fn replica_size(w: &Workload, m: &Model, layout: &Layout<'_>, capacity: f64, hea
     // Pipeline across nodes when even a whole node is too small, but only over an RDMA fabric:
     // splitting one replica across Ethernet-connected machines is not a serving setup anyone
     // should be recommended.
-    if layout.rdma && layout.gpus > limit && !fits(memory::inference(w, m, limit, 1.0, context).total, capacity, headroom) {
+    if layout.rdma
+        && layout.gpus > limit
+        && !fits(memory::inference(w, m, limit, 1.0, context).total, capacity, headroom)
+    {
         return layout.gpus;
     }
     limit
@@ -328,7 +356,11 @@ fn custom(w: &Workload, layout: &Layout<'_>, capacity: f64, headroom: f64, mut a
     let speedup = if reference > 0.0 && target > 0.0 { target / reference } else { 1.0 };
     let gpu_hours = c.gpu_hours / speedup / layout.scaling_efficiency();
     let hours = gpu_hours / layout.gpus as f64;
-    a.notes.push(format!("{:.2}x the reference GPU's {}", speedup, if c.bandwidth_bound { "memory bandwidth" } else { "peak throughput" }));
+    a.notes.push(format!(
+        "{:.2}x the reference GPU's {}",
+        speedup,
+        if c.bandwidth_bound { "memory bandwidth" } else { "peak throughput" }
+    ));
     let mem = c.memory_gib.unwrap_or(0.0);
     Estimate {
         fits: fits(mem, capacity, headroom),

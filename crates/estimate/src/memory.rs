@@ -105,11 +105,8 @@ pub fn training(w: &Workload, m: &Model, gpus: u32, micro_batch: u32, recompute:
     let layers = m.layers as f64;
     let act_scale = if full_precision { 2.0 } else { 1.0 };
     let per_layer_full = 34.0 * s * b * h * act_scale;
-    let activations = if recompute {
-        2.0 * s * b * h * layers * act_scale + per_layer_full
-    } else {
-        per_layer_full * layers
-    };
+    let activations =
+        if recompute { 2.0 * s * b * h * layers * act_scale + per_layer_full } else { per_layer_full * layers };
     // Logits in 16 bits plus their fp32 copy for the loss.
     let logits = 6.0 * s * b * m.vocab as f64;
     mem.activations = activations + logits;

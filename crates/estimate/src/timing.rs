@@ -79,7 +79,13 @@ pub fn training_flops_per_token(w: &Workload, m: &Model, recompute: bool) -> f64
 }
 
 /// Training throughput in tokens per second over all GPUs.
-pub fn training_tokens_per_second(w: &Workload, m: &Model, layout: &Layout<'_>, eff: &Efficiency, recompute: bool) -> f64 {
+pub fn training_tokens_per_second(
+    w: &Workload,
+    m: &Model,
+    layout: &Layout<'_>,
+    eff: &Efficiency,
+    recompute: bool,
+) -> f64 {
     let kind_factor = match w.kind {
         WorkloadKind::Lora => LORA_EFFICIENCY,
         WorkloadKind::Qlora => QLORA_EFFICIENCY,
@@ -133,7 +139,8 @@ fn allreduce_s(m: &Model, layout: &Layout<'_>, tokens: f64) -> f64 {
 pub fn prefill_s(w: &Workload, m: &Model, layout: &Layout<'_>, eff: &Efficiency, prompts: f64, input: f64) -> f64 {
     let flops = prompts * (2.0 * m.active_params * input + 2.0 * m.layers as f64 * m.hidden as f64 * input * input);
     let tp = layout.gpus.max(1) as f64;
-    flops / (tp * layout.gpu.peak_tflops(w.precision) * 1e12 * eff.eta_prefill) + allreduce_s(m, layout, input * prompts)
+    flops / (tp * layout.gpu.peak_tflops(w.precision) * 1e12 * eff.eta_prefill)
+        + allreduce_s(m, layout, input * prompts)
 }
 
 /// Time to first token of one request on an idle replica: its prefill plus one pass over the weights.

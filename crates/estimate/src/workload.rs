@@ -240,20 +240,31 @@ impl Workload {
         let err = |field: &str, message: String| Err(WorkloadError { field: field.into(), message });
         let positive = |field: &str, v: f64, max: f64| -> Result<(), WorkloadError> {
             if !v.is_finite() || v <= 0.0 || v > max {
-                return Err(WorkloadError { field: field.into(), message: format!("`{v}` must be a number > 0 and at most {max:e}") });
+                return Err(WorkloadError {
+                    field: field.into(),
+                    message: format!("`{v}` must be a number > 0 and at most {max:e}"),
+                });
             }
             Ok(())
         };
         if let Some(m) = &self.model {
             positive("model.params", m.total_params, 1e14)?;
             positive("model.active_params", m.active_params, m.total_params * 1.000001)?;
-            for (field, v) in [("model.layers", m.layers), ("model.hidden", m.hidden), ("model.heads", m.heads), ("model.kv_heads", m.kv_heads)] {
+            for (field, v) in [
+                ("model.layers", m.layers),
+                ("model.hidden", m.hidden),
+                ("model.heads", m.heads),
+                ("model.kv_heads", m.kv_heads),
+            ] {
                 if v == 0 || v > 1_000_000 {
                     return err(field, format!("`{v}` must be between 1 and 1000000"));
                 }
             }
         } else if self.kind != WorkloadKind::Custom {
-            return err("workload.model", format!("a `{}` workload needs a model (a preset name or `params`)", self.kind));
+            return err(
+                "workload.model",
+                format!("a `{}` workload needs a model (a preset name or `params`)", self.kind),
+            );
         }
         if self.seq_len == 0 || self.seq_len > 10_000_000 {
             return err("workload.seq_len", format!("`{}` must be between 1 and 10000000", self.seq_len));
@@ -261,7 +272,12 @@ impl Workload {
         if self.kind.is_training() {
             match self.tokens {
                 Some(t) => positive("workload.tokens", t, 1e16)?,
-                None => return err("workload.tokens", format!("a `{}` workload needs `tokens` (tokens processed)", self.kind)),
+                None => {
+                    return err(
+                        "workload.tokens",
+                        format!("a `{}` workload needs `tokens` (tokens processed)", self.kind),
+                    );
+                }
             }
         }
         if self.kind.is_inference() {
@@ -297,7 +313,12 @@ impl Workload {
         if self.kind == WorkloadKind::Custom {
             match &self.custom {
                 Some(c) => positive("workload.gpu_hours", c.gpu_hours, 1e9)?,
-                None => return err("workload.gpu_hours", "a `custom` workload needs `gpu_hours` and `reference_gpu`".into()),
+                None => {
+                    return err(
+                        "workload.gpu_hours",
+                        "a `custom` workload needs `gpu_hours` and `reference_gpu`".into(),
+                    );
+                }
             }
         }
         if let Some(b) = self.batch

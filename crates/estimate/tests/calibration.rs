@@ -28,7 +28,12 @@ fn field<'a>(rec: &'a csv::StringRecord, h: &HashMap<String, usize>, name: &str)
     rec.get(h[name]).unwrap_or("").trim()
 }
 
-fn predict(catalog: &Catalog, table: &EfficiencyTable, rec: &csv::StringRecord, h: &HashMap<String, usize>) -> (Option<f64>, String) {
+fn predict(
+    catalog: &Catalog,
+    table: &EfficiencyTable,
+    rec: &csv::StringRecord,
+    h: &HashMap<String, usize>,
+) -> (Option<f64>, String) {
     let kind: WorkloadKind = field(rec, h, "kind").parse().expect("kind");
     let preset = catalog.model(field(rec, h, "model")).unwrap_or_else(|| panic!("preset {}", field(rec, h, "model")));
     let model = Model::from_preset(preset);
@@ -56,7 +61,8 @@ fn predict(catalog: &Catalog, table: &EfficiencyTable, rec: &csv::StringRecord, 
     let e = estimate(&w, &hw, table, 0.0);
     let setup = format!("{} {} {} on {}x{}", kind, model.name, precision, gpu.name, count);
     let flops_per_token = |recompute: bool| {
-        let c = if matches!(kind, WorkloadKind::Lora | WorkloadKind::Qlora) { 4.0 } else { 6.0 } + if recompute { 2.0 } else { 0.0 };
+        let c = if matches!(kind, WorkloadKind::Lora | WorkloadKind::Qlora) { 4.0 } else { 6.0 }
+            + if recompute { 2.0 } else { 0.0 };
         c * model.active_params + c * model.layers as f64 * model.hidden as f64 * w.seq_len as f64
     };
     let value = match field(rec, h, "metric") {
@@ -80,12 +86,14 @@ fn load() -> Vec<Case> {
     let table = EfficiencyTable::builtin();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("calibration/cases.csv");
     let mut reader = csv::Reader::from_path(&path).expect("cases.csv");
-    let headers: HashMap<String, usize> = reader.headers().expect("header").iter().enumerate().map(|(i, h)| (h.to_string(), i)).collect();
+    let headers: HashMap<String, usize> =
+        reader.headers().expect("header").iter().enumerate().map(|(i, h)| (h.to_string(), i)).collect();
     let mut out = Vec::new();
     for rec in reader.records() {
         let rec = rec.expect("row");
         let metric = field(&rec, &headers, "metric").to_string();
-        let (predicted, setup) = if metric == "skip" { (None, String::new()) } else { predict(&catalog, &table, &rec, &headers) };
+        let (predicted, setup) =
+            if metric == "skip" { (None, String::new()) } else { predict(&catalog, &table, &rec, &headers) };
         out.push(Case {
             id: field(&rec, &headers, "case_id").to_string(),
             measured: field(&rec, &headers, "measured").parse().expect("measured"),
@@ -121,8 +129,14 @@ fn calibration_error_is_bounded() {
     for c in &cases {
         if let Some(e) = error(c) {
             // No case may be off by more than 3x either way.
-            assert!(c.predicted.unwrap_or(0.0) > c.measured / 3.0 && c.predicted.unwrap_or(0.0) < c.measured * 3.0,
-                "{}: predicted {:?}, measured {} ({:+.0}%)", c.id, c.predicted, c.measured, e * 100.0);
+            assert!(
+                c.predicted.unwrap_or(0.0) > c.measured / 3.0 && c.predicted.unwrap_or(0.0) < c.measured * 3.0,
+                "{}: predicted {:?}, measured {} ({:+.0}%)",
+                c.id,
+                c.predicted,
+                c.measured,
+                e * 100.0
+            );
         }
     }
     assert!(med <= 0.30, "median absolute error {:.1}% exceeds 30%", med * 100.0);
@@ -131,12 +145,14 @@ fn calibration_error_is_bounded() {
 #[test]
 fn cases_match_the_shared_reference() {
     // The measured values here are transcribed from the team's reference file; check them.
-    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/estimator-calibration-cases.csv");
+    let shared =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/estimator-calibration-cases.csv");
     let Ok(mut reader) = csv::Reader::from_path(&shared) else {
         eprintln!("skipped: {} not found", shared.display());
         return;
     };
-    let headers: HashMap<String, usize> = reader.headers().expect("header").iter().enumerate().map(|(i, h)| (h.to_string(), i)).collect();
+    let headers: HashMap<String, usize> =
+        reader.headers().expect("header").iter().enumerate().map(|(i, h)| (h.to_string(), i)).collect();
     let mut reference = HashMap::new();
     for rec in reader.records() {
         let rec = rec.expect("row");
@@ -144,30 +160,59 @@ fn cases_match_the_shared_reference() {
     }
     for c in load() {
         let value = reference.get(&c.id).unwrap_or_else(|| panic!("{} not in the shared file", c.id));
-        let numbers: Vec<f64> = value
-            .split(|ch: char| !(ch.is_ascii_digit() || ch == '.'))
-            .filter_map(|t| t.parse::<f64>().ok())
-            .collect();
-        assert!(numbers.contains(&c.measured), "{}: measured {} is not in the reference value `{value}`", c.id, c.measured);
+        let numbers: Vec<f64> =
+            value.split(|ch: char| !(ch.is_ascii_digit() || ch == '.')).filter_map(|t| t.parse::<f64>().ok()).collect();
+        assert!(
+            numbers.contains(&c.measured),
+            "{}: measured {} is not in the reference value `{value}`",
+            c.id,
+            c.measured
+        );
     }
 }
 
 fn write_doc(cases: &[Case], med: f64) {
     let mut doc = String::new();
     let _ = writeln!(doc, "# Estimator calibration\n");
-    let _ = writeln!(doc, "Generated by `GPUBROKER_WRITE_DOCS=1 cargo test -p gpubroker-estimate --test calibration` from");
-    let _ = writeln!(doc, "`crates/estimate/calibration/cases.csv` (inputs for each case of `../shared/reference/estimator-calibration-cases.csv`)");
-    let _ = writeln!(doc, "and the efficiency factors in `crates/estimate/data/efficiency.csv`. Do not edit by hand.\n");
+    let _ =
+        writeln!(doc, "Generated by `GPUBROKER_WRITE_DOCS=1 cargo test -p gpubroker-estimate --test calibration` from");
+    let _ = writeln!(
+        doc,
+        "`crates/estimate/calibration/cases.csv` (inputs for each case of `../shared/reference/estimator-calibration-cases.csv`)"
+    );
+    let _ =
+        writeln!(doc, "and the efficiency factors in `crates/estimate/data/efficiency.csv`. Do not edit by hand.\n");
     let predicted: Vec<&Case> = cases.iter().filter(|c| c.predicted.is_some()).collect();
-    let _ = writeln!(doc, "**Median absolute error: {:.1}%** over {} predicted cases ({} left out, reasons below).", med * 100.0, predicted.len(), cases.len() - predicted.len());
+    let _ = writeln!(
+        doc,
+        "**Median absolute error: {:.1}%** over {} predicted cases ({} left out, reasons below).",
+        med * 100.0,
+        predicted.len(),
+        cases.len() - predicted.len()
+    );
     let within = |f: f64| predicted.iter().filter(|c| error(c).is_some_and(|e| e.abs() <= f)).count();
-    let _ = writeln!(doc, "Within ±25%: {}; within ±50%: {}; every case within 3x (a test enforces it, and a median under 30%).\n", within(0.25), within(0.5));
+    let _ = writeln!(
+        doc,
+        "Within ±25%: {}; within ±50%: {}; every case within 3x (a test enforces it, and a median under 30%).\n",
+        within(0.25),
+        within(0.5)
+    );
     let _ = writeln!(doc, "| case | setup | metric | measured | predicted | error | notes |");
     let _ = writeln!(doc, "|---|---|---|---:|---:|---:|---|");
     for c in cases {
         match (c.predicted, error(c)) {
             (Some(p), Some(e)) => {
-                let _ = writeln!(doc, "| {} | {} | {} | {} | {} | {:+.0}% | {} |", c.id, c.setup, c.metric, fmt(c.measured), fmt(p), e * 100.0, c.notes);
+                let _ = writeln!(
+                    doc,
+                    "| {} | {} | {} | {} | {} | {:+.0}% | {} |",
+                    c.id,
+                    c.setup,
+                    c.metric,
+                    fmt(c.measured),
+                    fmt(p),
+                    e * 100.0,
+                    c.notes
+                );
             }
             _ => {
                 let _ = writeln!(doc, "| {} | - | - | {} | - | left out | {} |", c.id, fmt(c.measured), c.notes);
@@ -175,20 +220,50 @@ fn write_doc(cases: &[Case], med: f64) {
         }
     }
     let _ = writeln!(doc, "\n## How the estimator works\n");
-    let _ = writeln!(doc, "See the module docs of `crates/estimate/src/memory.rs` and `timing.rs`. In short: training time is");
-    let _ = writeln!(doc, "`tokens × FLOPs/token ÷ (GPUs × dense peak × MFU × scaling)`, with FLOPs/token = 6·N_active (+2 with activation");
-    let _ = writeln!(doc, "recompute, 4 for LoRA) plus an attention term; inference is a roofline (compute-bound prefill, bandwidth-bound decode");
-    let _ = writeln!(doc, "of the weights and the KV cache, tensor-parallel all-reduce per layer). MFU, bandwidth and prefill efficiencies are");
+    let _ = writeln!(
+        doc,
+        "See the module docs of `crates/estimate/src/memory.rs` and `timing.rs`. In short: training time is"
+    );
+    let _ = writeln!(
+        doc,
+        "`tokens × FLOPs/token ÷ (GPUs × dense peak × MFU × scaling)`, with FLOPs/token = 6·N_active (+2 with activation"
+    );
+    let _ = writeln!(
+        doc,
+        "recompute, 4 for LoRA) plus an attention term; inference is a roofline (compute-bound prefill, bandwidth-bound decode"
+    );
+    let _ = writeln!(
+        doc,
+        "of the weights and the KV cache, tensor-parallel all-reduce per layer). MFU, bandwidth and prefill efficiencies are"
+    );
     let _ = writeln!(doc, "per (architecture, precision) in `efficiency.csv`.\n");
     let _ = writeln!(doc, "## Known biases\n");
-    let _ = writeln!(doc, "- Published GPU-hour totals of whole campaigns include restarts, evaluations and ablations; the estimator predicts");
-    let _ = writeln!(doc, "  the training compute only, so it under-predicts them (T05, T12). Plan with the headroom (`--headroom`, 15% default).");
-    let _ = writeln!(doc, "- Benchmarks on tuned stacks (MLPerf, TensorRT-LLM) run faster than a typical user's job; MFU values sit between.");
-    let _ = writeln!(doc, "- Multi-node scaling is a per-doubling efficiency loss (RDMA vs Ethernet), not a simulation of the communication schedule.");
+    let _ = writeln!(
+        doc,
+        "- Published GPU-hour totals of whole campaigns include restarts, evaluations and ablations; the estimator predicts"
+    );
+    let _ = writeln!(
+        doc,
+        "  the training compute only, so it under-predicts them (T05, T12). Plan with the headroom (`--headroom`, 15% default)."
+    );
+    let _ = writeln!(
+        doc,
+        "- Benchmarks on tuned stacks (MLPerf, TensorRT-LLM) run faster than a typical user's job; MFU values sit between."
+    );
+    let _ = writeln!(
+        doc,
+        "- Multi-node scaling is a per-doubling efficiency loss (RDMA vs Ethernet), not a simulation of the communication schedule."
+    );
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/estimator.md");
     std::fs::write(&path, doc).expect("write docs/estimator.md");
 }
 
 fn fmt(v: f64) -> String {
-    if v >= 1000.0 { format!("{v:.0}") } else if v >= 10.0 { format!("{v:.1}") } else { format!("{v:.3}") }
+    if v >= 1000.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
 }

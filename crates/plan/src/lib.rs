@@ -19,4 +19,7 @@ mod task;
 mod yaml_location;
 
 pub use planner::{CostBreakdown, Exclusion, Objective, Plan, PlanOption, PlanSettings, plan};
-pub use task::{Count, DEFAULT_RESTART_OVERHEAD_H, DataSpec, ResourceChoice, Size, Task, TaskError, TaskFile, WorkloadSpec, parse_count};
+pub use task::{
+    Count, DEFAULT_RESTART_OVERHEAD_H, DataSpec, ResourceChoice, Size, Task, TaskError, TaskFile, WorkloadSpec,
+    parse_count,
+};

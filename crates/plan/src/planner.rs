@@ -1,4 +1,4 @@
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use gpubroker_catalog::{Catalog, InterruptionBucket, Offer, StorageKind, TransferKind};
 use gpubroker_core::units::format_hours;
@@ -121,8 +121,10 @@ pub struct PlanOption {
     pub within_budget: bool,
     /// fits && meets_deadline && within_budget (&& serving throughput).
     pub feasible: bool,
-    /// Why it is not feasible, or caveats.
+    /// Why it is not feasible.
     pub reasons: Vec<String>,
+    /// What the price leaves out (no storage or egress price known for the provider).
+    pub caveats: Vec<String>,
     /// Expected spot interruptions during the run.
     pub expected_interruptions: f64,
     /// Spot interruption bucket used.
@@ -190,6 +192,9 @@ pub fn plan(task: &Task, catalog: &Catalog, table: &EfficiencyTable, settings: &
     };
     let mut options = Vec::new();
     let mut considered = 0usize;
+    // Sizing depends only on the GPU and how many an instance has, not on price or place: many
+    // offers (every zone of an instance type) share one.
+    let mut sizings: HashMap<(String, u32), Sizing> = HashMap::new();
     for offer in catalog.offers() {
         let Some(choice) = task.choices.iter().find(|c| choice_matches(c, offer)) else { continue };
         if !pricing_allowed(offer.rate.pricing) {
@@ -198,7 +203,10 @@ pub fn plan(task: &Task, catalog: &Catalog, table: &EfficiencyTable, settings: &
         let Some(gpu) = catalog.gpu(&offer.gpu) else { continue };
         considered += 1;
         let _ = choice;
-        if let Some(option) = price_offer(task, catalog, table, settings, offer, gpu, budget) {
+        let sizing = sizings
+            .entry((offer.gpu.clone(), offer.gpu_count))
+            .or_insert_with(|| size_offer(task, table, settings, offer, gpu));
+        if let Some(option) = price_offer(task, catalog, settings, offer, gpu, sizing, budget) {
             options.push(option);
         }
     }
@@ -263,13 +271,25 @@ struct Sizing {
     hours: f64,
 }
 
-fn size_offer(task: &Task, table: &EfficiencyTable, settings: &PlanSettings, offer: &Offer, gpu: &gpubroker_catalog::GpuSpec) -> Sizing {
+fn size_offer(
+    task: &Task,
+    table: &EfficiencyTable,
+    settings: &PlanSettings,
+    offer: &Offer,
+    gpu: &gpubroker_catalog::GpuSpec,
+) -> Sizing {
     let per_node = offer.gpu_count;
     let rdma = has_rdma(offer, gpu);
     let Some(w) = &task.workload else {
-        return Sizing { nodes: task.num_nodes.unwrap_or(1), estimate: None, hours: settings.fixed_hours.unwrap_or(1.0) };
+        return Sizing {
+            nodes: task.num_nodes.unwrap_or(1),
+            estimate: None,
+            hours: settings.fixed_hours.unwrap_or(1.0),
+        };
     };
-    let at = |nodes: u32| estimate(w, &Hardware { gpu, gpus: nodes * per_node, gpus_per_node: per_node, rdma }, table, settings.headroom);
+    let at = |nodes: u32| {
+        estimate(w, &Hardware { gpu, gpus: nodes * per_node, gpus_per_node: per_node, rdma }, table, settings.headroom)
+    };
     let hours_of = |e: &Estimate| e.hours.unwrap_or(f64::INFINITY);
     if let Some(n) = task.num_nodes {
         let e = at(n);
@@ -305,18 +325,18 @@ fn size_offer(task: &Task, table: &EfficiencyTable, settings: &PlanSettings, off
 fn price_offer(
     task: &Task,
     catalog: &Catalog,
-    table: &EfficiencyTable,
     settings: &PlanSettings,
     offer: &Offer,
     gpu: &gpubroker_catalog::GpuSpec,
+    sizing: &Sizing,
     budget: Option<Decimal>,
 ) -> Option<PlanOption> {
     let fx = catalog.fx();
     let convert = |m: Money| fx.convert(m, settings.currency).ok().map(|m| m.amount);
-    let sizing = size_offer(task, table, settings, offer, gpu);
     let nodes = Decimal::from(sizing.nodes);
     let compute_hours = sizing.hours;
     let mut reasons = Vec::new();
+    let mut caveats = Vec::new();
     let fits = sizing.estimate.as_ref().is_none_or(|e| e.fits);
     // Keep absurdly slow options (they explain why a small GPU will not do) but not infinite ones.
     if !compute_hours.is_finite() || compute_hours > 1e9 {
@@ -336,7 +356,12 @@ fn price_offer(
     let cost_for = |seconds: u64| -> Option<Money> {
         if offer.rate.pricing.is_commitment() {
             // Someone who holds the commitment pays its effective hourly rate for the hours used.
-            offer.hourly_price().checked_mul(Decimal::from(seconds)).ok()?.checked_div(Decimal::from(SECONDS_PER_HOUR)).ok()
+            offer
+                .hourly_price()
+                .checked_mul(Decimal::from(seconds))
+                .ok()?
+                .checked_div(Decimal::from(SECONDS_PER_HOUR))
+                .ok()
         } else {
             offer.rate.cost_of_run_from(settings.now, seconds).ok()
         }
@@ -356,11 +381,11 @@ fn price_offer(
             convert(p.price_per_gb_month.checked_mul(disk_gb * nodes * months).ok()?)?.round_dp(MONEY_DP)
         }
         None => {
-            reasons.push(format!("no block-storage price for {}: disks not priced (often included)", offer.provider));
+            caveats.push(format!("no block-storage price for {}: disks not priced (often included)", offer.provider));
             Decimal::ZERO
         }
     };
-    let data_transfer = transfer_cost(task, catalog, offer, &mut reasons, &convert)?.round_dp(MONEY_DP);
+    let data_transfer = transfer_cost(task, catalog, offer, &mut caveats, &convert)?.round_dp(MONEY_DP);
     let total = compute + storage + data_transfer + preemption;
     let meets_deadline = task.deadline_s.is_none_or(|d| hours * (1.0 + settings.headroom) <= d as f64 / 3600.0);
     let within_budget = budget.is_none_or(|b| total <= b);
@@ -414,6 +439,7 @@ fn price_offer(
         within_budget,
         feasible: fits && meets_deadline && within_budget && meets_throughput,
         reasons,
+        caveats,
         expected_interruptions,
         spot_interruption: bucket.map(|b| {
             if offer.spot_interruption.is_some() { b.label().to_string() } else { format!("{} (assumed)", b.label()) }
@@ -429,7 +455,7 @@ fn transfer_cost(
     task: &Task,
     catalog: &Catalog,
     offer: &Offer,
-    reasons: &mut Vec<String>,
+    caveats: &mut Vec<String>,
     convert: &dyn Fn(Money) -> Option<Decimal>,
 ) -> Option<Decimal> {
     let mut total = Decimal::ZERO;
@@ -439,24 +465,27 @@ fn transfer_cost(
     {
         let src_region = data.dataset_region.as_deref().unwrap_or("*");
         let same_provider = src.eq_ignore_ascii_case(&offer.provider);
-        let same_region = same_provider && (offer.region == "*" || data.dataset_region.as_deref().is_none_or(|r| r == offer.region));
+        let same_region =
+            same_provider && (offer.region == "*" || data.dataset_region.as_deref().is_none_or(|r| r == offer.region));
         if !same_region {
             let kind = if same_provider { TransferKind::InterRegion } else { TransferKind::InternetEgress };
             match catalog.transfer_cost(src, src_region, kind, data.dataset_gb) {
                 Some(m) => total += convert(m)?,
-                None => reasons.push(format!("no {kind:?} price for {src} {src_region}: dataset transfer not priced")),
+                None => caveats.push(format!("no {kind:?} price for {src} {src_region}: dataset transfer not priced")),
             }
             if !same_provider
-                && let Some(m) = catalog.transfer_cost(&offer.provider, &offer.region, TransferKind::Ingress, data.dataset_gb)
+                && let Some(m) =
+                    catalog.transfer_cost(&offer.provider, &offer.region, TransferKind::Ingress, data.dataset_gb)
             {
                 total += convert(m)?;
             }
         }
     }
     if data.output_egress_gb > Decimal::ZERO {
-        match catalog.transfer_cost(&offer.provider, &offer.region, TransferKind::InternetEgress, data.output_egress_gb) {
+        match catalog.transfer_cost(&offer.provider, &offer.region, TransferKind::InternetEgress, data.output_egress_gb)
+        {
             Some(m) => total += convert(m)?,
-            None => reasons.push(format!("no egress price for {}: output transfer not priced", offer.provider)),
+            None => caveats.push(format!("no egress price for {}: output transfer not priced", offer.provider)),
         }
     }
     Some(total)
@@ -467,7 +496,8 @@ fn sort_options(options: &mut [PlanOption], objective: Objective) {
         let primary = b.feasible.cmp(&a.feasible);
         let by_cost = a.cost.total.cmp(&b.cost.total);
         let by_time = a.hours.total_cmp(&b.hours);
-        let key = |o: &PlanOption| (o.provider.clone(), o.region.clone(), o.zone.clone(), o.instance_type.clone(), o.pricing);
+        let key =
+            |o: &PlanOption| (o.provider.clone(), o.region.clone(), o.zone.clone(), o.instance_type.clone(), o.pricing);
         primary
             .then(b.fits.cmp(&a.fits))
             .then(match objective {
@@ -511,11 +541,21 @@ fn explain_best(options: &[PlanOption], best: Option<usize>, settings: &PlanSett
     let mut why = Vec::new();
     let total = two(b.cost.total);
     why.push(match settings.objective {
-        Objective::Cost => format!("cheapest of {} feasible options: {} {} in {}", feasible.len(), total, cur, format_hours(b.hours)),
-        Objective::Time => format!("fastest of {} feasible options: {} for {} {}", feasible.len(), format_hours(b.hours), format!("{total:.2}"), cur),
+        Objective::Cost => {
+            format!("cheapest of {} feasible options: {} {} in {}", feasible.len(), total, cur, format_hours(b.hours))
+        }
+        Objective::Time => format!(
+            "fastest of {} feasible options: {} for {} {}",
+            feasible.len(),
+            format_hours(b.hours),
+            format!("{total:.2}"),
+            cur
+        ),
     });
     // The runner-up that differs in provider or GPU (not just another zone of the same thing).
-    if let Some(r) = feasible.iter().skip(1).find(|o| o.provider != b.provider || o.gpu != b.gpu || o.pricing != b.pricing) {
+    if let Some(r) =
+        feasible.iter().skip(1).find(|o| o.provider != b.provider || o.gpu != b.gpu || o.pricing != b.pricing)
+    {
         why.push(format!(
             "runner-up: {} at {} {} ({} more)",
             describe(r),
@@ -612,9 +652,113 @@ fn summarize_exclusions(options: &[PlanOption]) -> Vec<Exclusion> {
                 reason: reason.to_string(),
                 count: list.len(),
                 example: cheapest
-                    .map(|o| format!("{} ({} {}/h): {}", describe(o), two(o.hourly_price), o.currency, o.reasons.join("; ")))
+                    .map(|o| {
+                        format!("{} ({} {}/h): {}", describe(o), two(o.hourly_price), o.currency, o.reasons.join("; "))
+                    })
                     .unwrap_or_default(),
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::TaskFile;
+    use proptest::prelude::*;
+
+    fn now() -> Timestamp {
+        "2026-11-29T12:00:00Z".parse().expect("time")
+    }
+
+    fn task(catalog: &Catalog, yaml: &str) -> Task {
+        TaskFile::parse("t.yaml", yaml).expect("parse").validate("t.yaml", yaml, catalog, now()).expect("valid")
+    }
+
+    fn run(catalog: &Catalog, yaml: &str, settings: &PlanSettings) -> Plan {
+        plan(&task(catalog, yaml), catalog, &EfficiencyTable::builtin(), settings)
+    }
+
+    #[test]
+    fn plain_skypilot_task_is_priced_per_hour_of_list_price() {
+        let catalog = Catalog::builtin().expect("catalog");
+        let settings = PlanSettings { now: now(), fixed_hours: Some(2.0), pricing: vec![PricingModel::OnDemand], ..Default::default() };
+        let p = run(&catalog, "resources:\n  accelerators: H100:8\n  cloud: aws\n  region: us-east-1\n", &settings);
+        let best = &p.options[p.best.expect("best")];
+        assert_eq!(best.gpu, "H100");
+        assert_eq!(best.gpus_per_node, 8);
+        // Two hours of compute at the list price, exactly.
+        assert_eq!(best.cost.compute, best.hourly_price * Decimal::TWO);
+    }
+
+    #[test]
+    fn commitments_only_when_asked() {
+        let catalog = Catalog::builtin().expect("catalog");
+        let yaml = "resources:\n  accelerators: A100-80GB:8\n  cloud: aws\n";
+        let default = run(&catalog, yaml, &PlanSettings { now: now(), ..Default::default() });
+        assert!(default.options.iter().all(|o| !o.pricing.is_commitment()));
+        let reserved = run(&catalog, yaml, &PlanSettings { now: now(), pricing: vec![PricingModel::Reserved1y], ..Default::default() });
+        assert!(!reserved.options.is_empty());
+        assert!(reserved.options.iter().all(|o| o.pricing == PricingModel::Reserved1y));
+    }
+
+    #[test]
+    fn data_transfer_is_priced_by_where_the_data_is() {
+        let catalog = Catalog::builtin().expect("catalog");
+        let yaml = "resources:\n  accelerators: H100:8\n  cloud: aws\nworkload:\n  kind: custom\n  gpu_hours: 8\n  reference_gpu: H100\ndata:\n  dataset: {size: 1000GB, provider: aws, region: us-east-1}\n";
+        let p = run(&catalog, yaml, &PlanSettings { now: now(), pricing: vec![PricingModel::OnDemand], ..Default::default() });
+        let same = p.options.iter().find(|o| o.region == "us-east-1").expect("us-east-1 option");
+        let other = p.options.iter().find(|o| o.region != "us-east-1" && o.region.starts_with("us-")).expect("another US region");
+        assert_eq!(same.cost.data_transfer, Decimal::ZERO, "same region: free");
+        assert!(other.cost.data_transfer > Decimal::ZERO, "inter-region transfer is charged");
+    }
+
+    fn yaml_for(tokens: f64, deadline_h: u32, budget: u32) -> String {
+        format!(
+            "workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: {tokens:e}\n  deadline: {deadline_h}h\n  budget: {budget} USD\ndata:\n  dataset: {{size: 50GB, provider: aws, region: us-east-1}}\n  output_egress: 10GB\n"
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        #[test]
+        fn plans_are_consistent(tokens in 1e7f64..5e9, deadline_h in 2u32..200, budget in 5u32..2000) {
+            let catalog = Catalog::builtin().expect("catalog");
+            let settings = PlanSettings { now: now(), ..Default::default() };
+            let p = run(&catalog, &yaml_for(tokens, deadline_h, budget), &settings);
+            let b = Decimal::from(budget);
+            for o in &p.options {
+                // The parts add up to the total exactly.
+                prop_assert_eq!(o.cost.compute + o.cost.storage + o.cost.data_transfer + o.cost.preemption, o.cost.total);
+                if o.feasible {
+                    prop_assert!(o.cost.total <= b, "a feasible option exceeds the budget");
+                    prop_assert!(o.hours * 1.15 <= deadline_h as f64 + 1e-9);
+                }
+            }
+            // Feasible first, by cost; the best is the first feasible.
+            let n = p.options.iter().take_while(|o| o.feasible).count();
+            prop_assert!(p.options[n..].iter().all(|o| !o.feasible));
+            prop_assert!(p.options[..n].windows(2).all(|w| w[0].cost.total <= w[1].cost.total));
+            prop_assert_eq!(p.best, if n > 0 { Some(0) } else { None });
+            // Deterministic.
+            let again = run(&catalog, &yaml_for(tokens, deadline_h, budget), &settings);
+            prop_assert_eq!(&p, &again);
+        }
+
+        #[test]
+        fn longer_runs_never_cost_less(hours in 0.1f64..500.0, extra in 0.0f64..500.0) {
+            let catalog = Catalog::builtin().expect("catalog");
+            let yaml = "resources:\n  accelerators: [A100-80GB:8, H100:8, RTX4090:1]\n";
+            let at = |h: f64| run(&catalog, yaml, &PlanSettings { now: now(), fixed_hours: Some(h), ..Default::default() });
+            let short = at(hours);
+            let long = at(hours + extra);
+            for o in &short.options {
+                let same = long.options.iter().find(|l| l.provider == o.provider && l.region == o.region && l.zone == o.zone && l.instance_type == o.instance_type && l.pricing == o.pricing && l.nodes == o.nodes);
+                if let Some(l) = same {
+                    prop_assert!(l.cost.compute >= o.cost.compute, "{} {}: {} < {}", o.provider, o.instance_type, l.cost.compute, o.cost.compute);
+                }
+            }
+        }
+    }
 }

@@ -39,7 +39,11 @@ impl fmt::Display for TaskError {
             Some(line) => write!(f, "{}:{}: ", self.file, line)?,
             None => write!(f, "{}: ", self.file)?,
         }
-        if self.field.is_empty() { write!(f, "{}", self.message) } else { write!(f, "`{}`: {}", self.field, self.message) }
+        if self.field.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "`{}`: {}", self.field, self.message)
+        }
     }
 }
 
@@ -325,7 +329,12 @@ impl TaskFile {
     /// Parses YAML text. `file` names the source in errors.
     pub fn parse(file: &str, text: &str) -> Result<TaskFile, TaskError> {
         if text.trim().is_empty() {
-            return Err(TaskError { file: file.into(), line: None, field: String::new(), message: "the task file is empty".into() });
+            return Err(TaskError {
+                file: file.into(),
+                line: None,
+                field: String::new(),
+                message: "the task file is empty".into(),
+            });
         }
         serde_yaml_ng::from_str::<TaskFile>(text).map_err(|e| {
             let line = e.location().map(|l| l.line());
@@ -391,11 +400,16 @@ impl TaskFile {
                 };
                 let budget = match &w.budget {
                     None => None,
-                    Some(b) => Some(budget(b, w.budget_currency.as_deref()).map_err(|m| err(&["workload", "budget"], m))?),
+                    Some(b) => {
+                        Some(budget(b, w.budget_currency.as_deref()).map_err(|m| err(&["workload", "budget"], m))?)
+                    }
                 };
                 let overhead = match &w.restart_overhead {
                     None => DEFAULT_RESTART_OVERHEAD_H,
-                    Some(t) => parse_duration_s(t).map_err(|e| err(&["workload", "restart_overhead"], e.to_string()))? as f64 / 3600.0,
+                    Some(t) => {
+                        parse_duration_s(t).map_err(|e| err(&["workload", "restart_overhead"], e.to_string()))? as f64
+                            / 3600.0
+                    }
                 };
                 let pricing = w
                     .pricing
@@ -464,7 +478,9 @@ fn resource_choice(r: &RawResources, catalog: &Catalog) -> Result<ResourceChoice
         let count = match count {
             None => None,
             Some(n) if n >= 1.0 && n.fract() == 0.0 && n <= 64.0 => Some(n as u32),
-            Some(n) => return Err(("accelerators", format!("`{name}:{n}`: the count must be a whole number from 1 to 64"))),
+            Some(n) => {
+                return Err(("accelerators", format!("`{name}:{n}`: the count must be a whole number from 1 to 64")));
+            }
         };
         c.gpus.push((gpu.name.clone(), count));
     }
@@ -516,7 +532,12 @@ fn workload(w: &WorkloadSpec, catalog: &Catalog) -> Result<Workload, FieldError>
         Some(k) => WorkloadKind::from_str(k).map_err(|m| ("kind", m))?,
         None if w.gpu_hours.is_some() => WorkloadKind::Custom,
         None if w.requests_per_second.is_some() => WorkloadKind::Inference,
-        None => return Err(("kind", "is required: pretrain, finetune, lora, qlora, inference, batch-inference or custom".into())),
+        None => {
+            return Err((
+                "kind",
+                "is required: pretrain, finetune, lora, qlora, inference, batch-inference or custom".into(),
+            ));
+        }
     };
     let precision = match &w.precision {
         Some(p) => Precision::from_str(p).map_err(|m| ("precision", m))?,
@@ -539,7 +560,13 @@ fn workload(w: &WorkloadSpec, catalog: &Catalog) -> Result<Workload, FieldError>
         (Some(name), _) => {
             let preset = catalog.model(name).ok_or_else(|| {
                 let known: Vec<&str> = catalog.models().iter().map(|m| m.name.as_str()).collect();
-                ("model", format!("unknown model `{name}`; give `params` (and optionally layers/hidden/heads) or a preset: {}", known.join(", ")))
+                (
+                    "model",
+                    format!(
+                        "unknown model `{name}`; give `params` (and optionally layers/hidden/heads) or a preset: {}",
+                        known.join(", ")
+                    ),
+                )
             })?;
             Some(Model::from_preset(preset))
         }
@@ -576,20 +603,34 @@ fn workload(w: &WorkloadSpec, catalog: &Catalog) -> Result<Workload, FieldError>
             m.head_dim = (m.hidden / m.heads.max(1)).max(1);
         }
         if m.active_params > m.total_params {
-            return Err(("active_params", format!("{:e} exceeds the total parameters {:e}", m.active_params, m.total_params)));
+            return Err((
+                "active_params",
+                format!("{:e} exceeds the total parameters {:e}", m.active_params, m.total_params),
+            ));
         }
     }
     let serving = match (kind, w.requests_per_second) {
         (WorkloadKind::Inference, Some(rps)) => {
-            let duration = w.duration.as_deref().ok_or(("duration", "serving needs a `duration` (how long the service runs), such as `720h`".to_string()))?;
+            let duration = w.duration.as_deref().ok_or((
+                "duration",
+                "serving needs a `duration` (how long the service runs), such as `720h`".to_string(),
+            ))?;
             let duration_s = parse_duration_s(duration).map_err(|e| ("duration", e.to_string()))?;
-            Some(Serving { requests_per_second: rps, ttft_ms: w.ttft_ms, tpot_ms: w.tpot_ms, duration_hours: duration_s as f64 / 3600.0 })
+            Some(Serving {
+                requests_per_second: rps,
+                ttft_ms: w.ttft_ms,
+                tpot_ms: w.tpot_ms,
+                duration_hours: duration_s as f64 / 3600.0,
+            })
         }
         _ => None,
     };
     let custom = match (kind, w.gpu_hours) {
         (WorkloadKind::Custom, Some(gpu_hours)) => {
-            let name = w.reference_gpu.as_deref().ok_or(("reference_gpu", "a custom workload needs the GPU its `gpu_hours` were measured on".to_string()))?;
+            let name = w.reference_gpu.as_deref().ok_or((
+                "reference_gpu",
+                "a custom workload needs the GPU its `gpu_hours` were measured on".to_string(),
+            ))?;
             let gpu = catalog.gpu(name).ok_or(("reference_gpu", format!("unknown GPU `{name}`")))?;
             let bandwidth_bound = match w.scale_by.as_deref() {
                 None | Some("compute") => false,
@@ -597,10 +638,19 @@ fn workload(w: &WorkloadSpec, catalog: &Catalog) -> Result<Workload, FieldError>
                 Some(other) => return Err(("scale_by", format!("`{other}`: expected compute or bandwidth"))),
             };
             let memory_gib = match &w.memory {
-                Some(s) => Some(s.gb().map_err(|m| ("memory", m))?.to_string().parse::<f64>().unwrap_or(0.0) * 1e9 / (1u64 << 30) as f64),
+                Some(s) => Some(
+                    s.gb().map_err(|m| ("memory", m))?.to_string().parse::<f64>().unwrap_or(0.0) * 1e9
+                        / (1u64 << 30) as f64,
+                ),
                 None => None,
             };
-            Some(CustomWork { gpu_hours, reference_tflops: gpu.peak_tflops(precision), reference_bw_tb_s: gpu.mem_bw_tb_s, bandwidth_bound, memory_gib })
+            Some(CustomWork {
+                gpu_hours,
+                reference_tflops: gpu.peak_tflops(precision),
+                reference_bw_tb_s: gpu.mem_bw_tb_s,
+                bandwidth_bound,
+                memory_gib,
+            })
         }
         _ => None,
     };

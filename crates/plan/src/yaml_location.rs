@@ -23,7 +23,10 @@ pub(crate) fn locate(text: &str, path: &[&str]) -> Option<usize> {
                 break;
             }
             let body = trimmed.trim_start_matches("- ");
-            if body.starts_with(&format!("{key}:")) || body.contains(&format!("{{{key}:")) || body.contains(&format!(" {key}:")) && body.contains('{') {
+            if body.starts_with(&format!("{key}:"))
+                || body.contains(&format!("{{{key}:"))
+                || body.contains(&format!(" {key}:")) && body.contains('{')
+            {
                 hit = Some((i, indent));
                 break;
             }

@@ -37,13 +37,19 @@ struct OfferJson<'a> {
 
 pub(crate) fn list(ctx: &Context, args: &CatalogListArgs, out: &mut impl Write) -> Result<ExitStatus> {
     let cur = ctx.currency.unwrap_or(Currency::USD);
-    let mut filter = OfferFilter { providers: args.provider.clone(), regions: args.region.clone(), ..Default::default() };
+    let mut filter =
+        OfferFilter { providers: args.provider.clone(), regions: args.region.clone(), ..Default::default() };
     for g in &args.gpu {
         let (name, count) = match g.rsplit_once(':') {
-            Some((n, c)) => (n, Some(c.parse::<u32>().map_err(|_| anyhow!("`--gpu {g}`: expected NAME or NAME:COUNT"))?)),
+            Some((n, c)) => {
+                (n, Some(c.parse::<u32>().map_err(|_| anyhow!("`--gpu {g}`: expected NAME or NAME:COUNT"))?))
+            }
             None => (g.as_str(), None),
         };
-        let spec = ctx.catalog.gpu(name).ok_or_else(|| anyhow!("unknown GPU `{name}`; run `gpubroker gpus` for the known names"))?;
+        let spec = ctx
+            .catalog
+            .gpu(name)
+            .ok_or_else(|| anyhow!("unknown GPU `{name}`; run `gpubroker gpus` for the known names"))?;
         filter.gpus.push(spec.name.clone());
         filter.gpu_count = count.or(filter.gpu_count);
     }
@@ -92,7 +98,18 @@ pub(crate) fn list(ctx: &Context, args: &CatalogListArgs, out: &mut impl Write) 
             .collect();
         write_json(out, &rows)?;
     } else {
-        let mut t = table(&["provider", "region", "zone", "instance", "gpus", "pricing", "per hour", "list price", "billing", "as of"]);
+        let mut t = table(&[
+            "provider",
+            "region",
+            "zone",
+            "instance",
+            "gpus",
+            "pricing",
+            "per hour",
+            "list price",
+            "billing",
+            "as of",
+        ]);
         for (o, h) in offers.iter().take(args.limit) {
             t.add_row(vec![
                 Cell::new(&o.provider),
@@ -155,7 +172,8 @@ pub(crate) fn import(ctx: &Context, args: &CatalogImportArgs, out: &mut impl Wri
     match &args.output {
         Some(path) => {
             let file = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-            write_offers_csv(std::io::BufWriter::new(file), &import.offers).with_context(|| format!("cannot write {}", path.display()))?;
+            write_offers_csv(std::io::BufWriter::new(file), &import.offers)
+                .with_context(|| format!("cannot write {}", path.display()))?;
             writeln!(stderr, "wrote {}; use it with `gpubroker --catalog {} ...`", path.display(), path.display())?;
         }
         None => write_offers_csv(&mut *out, &import.offers)?,
@@ -201,8 +219,20 @@ pub(crate) fn info(ctx: &Context, args: &CatalogInfoArgs, out: &mut impl Write) 
         write_json(out, &info)?;
         return Ok(ExitStatus::Success);
     }
-    writeln!(out, "{} offers from {} providers, {} GPU types, {} model presets", info.offers, info.providers.len(), info.gpus, info.models)?;
-    writeln!(out, "prices observed {} to {}", info.oldest_price.as_deref().unwrap_or("-"), info.newest_price.as_deref().unwrap_or("-"))?;
+    writeln!(
+        out,
+        "{} offers from {} providers, {} GPU types, {} model presets",
+        info.offers,
+        info.providers.len(),
+        info.gpus,
+        info.models
+    )?;
+    writeln!(
+        out,
+        "prices observed {} to {}",
+        info.oldest_price.as_deref().unwrap_or("-"),
+        info.newest_price.as_deref().unwrap_or("-")
+    )?;
     let join = |m: &BTreeMap<String, usize>| m.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
     writeln!(out, "providers: {}", join(&info.providers))?;
     writeln!(out, "pricing: {}", join(&info.pricing))?;

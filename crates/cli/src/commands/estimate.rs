@@ -52,7 +52,8 @@ pub(crate) fn estimate(ctx: &Context, args: &EstimateArgs, out: &mut impl Write)
         bail!("`--headroom {}` must be a fraction between 0 and 1", args.headroom);
     }
     let gpus_per_node = args.gpus_per_node.unwrap_or(args.count.min(8)).max(1);
-    let hw = Hardware { gpu, gpus: args.count, gpus_per_node, rdma: args.count > gpus_per_node && gpu.has_fast_scaleup() };
+    let hw =
+        Hardware { gpu, gpus: args.count, gpus_per_node, rdma: args.count > gpus_per_node && gpu.has_fast_scaleup() };
     let est = run_estimate(&workload, &hw, &EfficiencyTable::builtin(), args.headroom);
     let output = EstimateOutput {
         gpu: &gpu.name,
@@ -144,7 +145,11 @@ fn print_estimate(o: &EstimateOutput<'_>, out: &mut impl Write) -> Result<()> {
         writeln!(out, "  throughput: {t:.0} tokens/s")?;
     }
     if let (Some(ttft), Some(tpot)) = (e.ttft_ms, e.tpot_ms) {
-        writeln!(out, "  latency: time to first token {ttft:.0} ms, {tpot:.1} ms per output token at batch {}", e.batch.unwrap_or(1))?;
+        writeln!(
+            out,
+            "  latency: time to first token {ttft:.0} ms, {tpot:.1} ms per output token at batch {}",
+            e.batch.unwrap_or(1)
+        )?;
     }
     let a = &e.assumptions;
     writeln!(

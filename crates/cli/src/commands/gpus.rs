@@ -72,7 +72,16 @@ pub(crate) fn gpus(ctx: &Context, args: &GpusArgs, out: &mut impl Write) -> Resu
                 write_json(out, &rows)?;
                 return Ok(ExitStatus::Success);
             }
-            let mut t = table(&["gpu", "memory", "bandwidth", "bf16 TFLOP/s", "fp8 TFLOP/s", "on-demand /gpu-h", "spot /gpu-h", "providers"]);
+            let mut t = table(&[
+                "gpu",
+                "memory",
+                "bandwidth",
+                "bf16 TFLOP/s",
+                "fp8 TFLOP/s",
+                "on-demand /gpu-h",
+                "spot /gpu-h",
+                "providers",
+            ]);
             for r in &rows {
                 let opt = |v: Option<f64>| v.map(|x| format!("{x:.0}")).unwrap_or_else(|| "-".into());
                 let price = |v: Option<Decimal>| v.map(|x| money(x, cur)).unwrap_or_else(|| "-".into());
@@ -93,7 +102,13 @@ pub(crate) fn gpus(ctx: &Context, args: &GpusArgs, out: &mut impl Write) -> Resu
         }
         Some(spec) => {
             let (name, count) = match spec.rsplit_once(':') {
-                Some((n, c)) => (n, Some(c.parse::<u32>().map_err(|_| anyhow!("`{spec}`: expected NAME or NAME:COUNT, such as `A100:8`"))?)),
+                Some((n, c)) => (
+                    n,
+                    Some(
+                        c.parse::<u32>()
+                            .map_err(|_| anyhow!("`{spec}`: expected NAME or NAME:COUNT, such as `A100:8`"))?,
+                    ),
+                ),
                 None => (spec.as_str(), None),
             };
             let gpu = ctx.catalog.gpu(name).ok_or_else(|| {
@@ -102,7 +117,8 @@ pub(crate) fn gpus(ctx: &Context, args: &GpusArgs, out: &mut impl Write) -> Resu
             })?;
             // Cheapest offer per (provider, pricing, GPUs per instance), like `sky show-gpus A100:8`.
             let mut best: BTreeMap<(String, PricingModel, u32), (&Offer, Decimal)> = BTreeMap::new();
-            for o in ctx.catalog.offers().iter().filter(|o| o.gpu == gpu.name && count.is_none_or(|c| c == o.gpu_count)) {
+            for o in ctx.catalog.offers().iter().filter(|o| o.gpu == gpu.name && count.is_none_or(|c| c == o.gpu_count))
+            {
                 let Some(h) = per_hour(o) else { continue };
                 let key = (o.provider.clone(), o.rate.pricing, o.gpu_count);
                 if best.get(&key).is_none_or(|(_, p)| h < *p) {
@@ -139,10 +155,24 @@ pub(crate) fn gpus(ctx: &Context, args: &GpusArgs, out: &mut impl Write) -> Resu
                 gpu.scaleup_link
             )?;
             if rows.is_empty() {
-                writeln!(out, "no offers in the catalog{}", count.map(|c| format!(" with {c} GPUs per instance")).unwrap_or_default())?;
+                writeln!(
+                    out,
+                    "no offers in the catalog{}",
+                    count.map(|c| format!(" with {c} GPUs per instance")).unwrap_or_default()
+                )?;
                 return Ok(ExitStatus::Failure);
             }
-            let mut t = table(&["provider", "pricing", "instance", "region", "gpus", "per hour", "per gpu-hour", "list price", "as of"]);
+            let mut t = table(&[
+                "provider",
+                "pricing",
+                "instance",
+                "region",
+                "gpus",
+                "per hour",
+                "per gpu-hour",
+                "list price",
+                "as of",
+            ]);
             for r in &rows {
                 t.add_row(vec![
                     Cell::new(r.provider),

@@ -57,7 +57,11 @@ pub(crate) fn plan(ctx: &Context, args: &PlanArgs, out: &mut impl Write) -> Resu
 }
 
 fn gpus_cell(o: &PlanOption) -> String {
-    if o.nodes > 1 { format!("{}x{} x{} nodes", o.gpu, o.gpus_per_node, o.nodes) } else { format!("{}x{}", o.gpu, o.gpus_per_node) }
+    if o.nodes > 1 {
+        format!("{}x{} x{} nodes", o.gpu, o.gpus_per_node, o.nodes)
+    } else {
+        format!("{}x{}", o.gpu, o.gpus_per_node)
+    }
 }
 
 fn place_cell(o: &PlanOption) -> String {
@@ -70,7 +74,13 @@ fn place_cell(o: &PlanOption) -> String {
 fn print_plan(plan: &Plan, args: &PlanArgs, out: &mut impl Write) -> Result<()> {
     let cur = plan.currency;
     let feasible = plan.options.iter().filter(|o| o.feasible).count();
-    let mut header = format!("plan for `{}`: {} options from {} offers, {} feasible", plan.task, plan.options.len(), plan.offers_considered, feasible);
+    let mut header = format!(
+        "plan for `{}`: {} options from {} offers, {} feasible",
+        plan.task,
+        plan.options.len(),
+        plan.offers_considered,
+        feasible
+    );
     if let Some(d) = plan.deadline_hours {
         header.push_str(&format!("; deadline {}", format_hours(d)));
     }
@@ -81,7 +91,8 @@ fn print_plan(plan: &Plan, args: &PlanArgs, out: &mut impl Write) -> Result<()> 
     let rows: Vec<(usize, &PlanOption)> = if args.all {
         plan.options.iter().enumerate().collect()
     } else {
-        let shown: Vec<(usize, &PlanOption)> = plan.options.iter().enumerate().filter(|(_, o)| o.feasible).take(args.limit).collect();
+        let shown: Vec<(usize, &PlanOption)> =
+            plan.options.iter().enumerate().filter(|(_, o)| o.feasible).take(args.limit).collect();
         if shown.is_empty() {
             // Nothing fits: show the nearest options and why they fail.
             plan.options.iter().enumerate().take(args.limit.min(5)).collect()
@@ -89,7 +100,10 @@ fn print_plan(plan: &Plan, args: &PlanArgs, out: &mut impl Write) -> Result<()> 
             shown
         }
     };
-    let mut t = table(&["#", "provider", "region", "instance", "gpus", "pricing", "per hour", "hours", "mem/gpu", "compute", "storage", "transfer", "preempt", "total"]);
+    let mut t = table(&[
+        "#", "provider", "region", "instance", "gpus", "pricing", "per hour", "hours", "mem/gpu", "compute", "storage",
+        "transfer", "preempt", "total",
+    ]);
     for (i, o) in &rows {
         let mark = if Some(*i) == plan.best { format!("{}*", i + 1) } else { (i + 1).to_string() };
         t.add_row(vec![
@@ -114,7 +128,16 @@ fn print_plan(plan: &Plan, args: &PlanArgs, out: &mut impl Write) -> Result<()> 
     match plan.best {
         Some(i) => {
             let b = &plan.options[i];
-            writeln!(out, "recommended: #{} {} {} {} {} {}", i + 1, b.provider, place_cell(b), b.instance_type, gpus_cell(b), b.pricing)?;
+            writeln!(
+                out,
+                "recommended: #{} {} {} {} {} {}",
+                i + 1,
+                b.provider,
+                place_cell(b),
+                b.instance_type,
+                gpus_cell(b),
+                b.pricing
+            )?;
             for line in &plan.why {
                 writeln!(out, "  - {line}")?;
             }

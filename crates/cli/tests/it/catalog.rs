@@ -20,7 +20,17 @@ fn gpus_one_type_snapshot() {
 
 #[test]
 fn catalog_list_filters() {
-    let rows = json(gpubroker().args(["catalog", "list", "--gpu", "H100:8", "--pricing", "spot", "--max-price", "20", "--json"]));
+    let rows = json(gpubroker().args([
+        "catalog",
+        "list",
+        "--gpu",
+        "H100:8",
+        "--pricing",
+        "spot",
+        "--max-price",
+        "20",
+        "--json",
+    ]));
     let rows = rows.as_array().expect("rows");
     assert!(!rows.is_empty());
     for r in rows {
@@ -50,7 +60,16 @@ fn skypilot_import_finds_the_cheapest_8_gpu_offers() {
     };
     let dir = shared.join("data/skypilot-catalog");
     let (_tmp, out_path) = temp_file("sky.csv", "");
-    let out = run(gpubroker().args(["catalog", "import", "--skypilot", dir.to_str().expect("dir"), "-o", out_path.to_str().expect("out"), "--as-of", "2026-11-29"]));
+    let out = run(gpubroker().args([
+        "catalog",
+        "import",
+        "--skypilot",
+        dir.to_str().expect("dir"),
+        "-o",
+        out_path.to_str().expect("out"),
+        "--as-of",
+        "2026-11-29",
+    ]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("imported"), "{}", out.stderr);
     assert!(out.stderr.contains("unknown accelerator"), "bad rows are reported: {}", out.stderr);
@@ -63,7 +82,12 @@ fn skypilot_import_finds_the_cheapest_8_gpu_offers() {
         let col = |name: &str| headers.iter().position(|h| h == name).expect(name);
         for rec in reader.records() {
             let rec = rec.expect("row");
-            let (accel, count, price, itype) = (&rec[col("AcceleratorName")], &rec[col("AcceleratorCount")], &rec[col("Price")], &rec[col("InstanceType")]);
+            let (accel, count, price, itype) = (
+                &rec[col("AcceleratorName")],
+                &rec[col("AcceleratorCount")],
+                &rec[col("Price")],
+                &rec[col("InstanceType")],
+            );
             if price.is_empty() || count.parse::<f64>().ok() != Some(8.0) {
                 continue;
             }
@@ -83,11 +107,22 @@ fn skypilot_import_finds_the_cheapest_8_gpu_offers() {
     }
     for gpu in ["A100", "H100"] {
         let (_d, task) = temp_file("t.yaml", &format!("resources:\n  accelerators: {gpu}:8\n"));
-        let plan = json(gpubroker().args(["--catalog", out_path.to_str().expect("out"), "plan", task.to_str().expect("task"), "--pricing", "on_demand", "--json"]));
+        let plan = json(gpubroker().args([
+            "--catalog",
+            out_path.to_str().expect("out"),
+            "plan",
+            task.to_str().expect("task"),
+            "--pricing",
+            "on_demand",
+            "--json",
+        ]));
         let best = &plan["options"][plan["best"].as_u64().expect("best") as usize];
         let (price, offers) = &direct[gpu];
         assert_eq!(dec(&best["hourly_price"]), *price, "{gpu}: cheapest on-demand price differs");
-        let key = (best["provider"].as_str().expect("provider").to_string(), best["instance_type"].as_str().expect("type").to_string());
+        let key = (
+            best["provider"].as_str().expect("provider").to_string(),
+            best["instance_type"].as_str().expect("type").to_string(),
+        );
         assert!(offers.contains(&key), "{gpu}: {key:?} is not among the cheapest {offers:?}");
     }
 }

@@ -33,37 +33,85 @@ fn unknown_key_names_the_field_and_the_expected_keys() {
 
 #[test]
 fn unknown_gpu() {
-    assert_error("resources:\n  accelerators: GTX480:8\n", 2, &["`resources.accelerators`", "unknown GPU `GTX480`", "known GPUs:"]);
+    assert_error(
+        "resources:\n  accelerators: GTX480:8\n",
+        2,
+        &["`resources.accelerators`", "unknown GPU `GTX480`", "known GPUs:"],
+    );
 }
 
 #[test]
 fn unknown_model() {
-    assert_error("workload:\n  kind: lora\n  model: llama-9-9000b\n  tokens: 1e9\n", 3, &["`workload.model`", "unknown model `llama-9-9000b`"]);
+    assert_error(
+        "workload:\n  kind: lora\n  model: llama-9-9000b\n  tokens: 1e9\n",
+        3,
+        &["`workload.model`", "unknown model `llama-9-9000b`"],
+    );
 }
 
 #[test]
 fn negative_and_absurd_numbers() {
-    assert_error("workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: -5\n", 4, &["`workload.tokens`", "must be a number > 0"]);
-    assert_error("workload:\n  kind: pretrain\n  model: llama-3-8b\n  tokens: 1e30\n", 4, &["`workload.tokens`", "at most"]);
-    assert_error("workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: 1e9\n  seq_len: 0\n", 5, &["`workload.seq_len`"]);
+    assert_error(
+        "workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: -5\n",
+        4,
+        &["`workload.tokens`", "must be a number > 0"],
+    );
+    assert_error(
+        "workload:\n  kind: pretrain\n  model: llama-3-8b\n  tokens: 1e30\n",
+        4,
+        &["`workload.tokens`", "at most"],
+    );
+    assert_error(
+        "workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: 1e9\n  seq_len: 0\n",
+        5,
+        &["`workload.seq_len`"],
+    );
     assert_error("resources:\n  accelerators: A100:-8\n", 2, &["whole number from 1 to 64"]);
     assert_error("num_nodes: 0\n", 1, &["`num_nodes`", "between 1 and 4096"]);
-    assert_error("workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: lots\n", 4, &["`workload.tokens`", "is not a number"]);
+    assert_error(
+        "workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: lots\n",
+        4,
+        &["`workload.tokens`", "is not a number"],
+    );
 }
 
 #[test]
 fn impossible_deadline_and_budget() {
-    assert_error("workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: 1e9\n  deadline: 2020-01-01T00:00:00Z\n", 5, &["`workload.deadline`", "in the past"]);
-    assert_error("workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: 1e9\n  deadline: 10s\n", 5, &["shorter than a minute"]);
-    assert_error("workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: 1e9\n  deadline: soon\n", 5, &["invalid duration `soon`"]);
-    assert_error("workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: 1e9\n  budget: -5 USD\n", 5, &["`workload.budget`"]);
-    assert_error("workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: 1e9\n  budget: five dollars\n", 5, &["`workload.budget`", "expected a number and a currency"]);
+    assert_error(
+        "workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: 1e9\n  deadline: 2020-01-01T00:00:00Z\n",
+        5,
+        &["`workload.deadline`", "in the past"],
+    );
+    assert_error(
+        "workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: 1e9\n  deadline: 10s\n",
+        5,
+        &["shorter than a minute"],
+    );
+    assert_error(
+        "workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: 1e9\n  deadline: soon\n",
+        5,
+        &["invalid duration `soon`"],
+    );
+    assert_error(
+        "workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: 1e9\n  budget: -5 USD\n",
+        5,
+        &["`workload.budget`"],
+    );
+    assert_error(
+        "workload:\n  kind: lora\n  model: llama-3-8b\n  tokens: 1e9\n  budget: five dollars\n",
+        5,
+        &["`workload.budget`", "expected a number and a currency"],
+    );
 }
 
 #[test]
 fn missing_required_fields() {
     assert_error("workload:\n  kind: lora\n  model: llama-3-8b\n", 1, &["`workload.tokens`", "needs `tokens`"]);
-    assert_error("workload:\n  kind: inference\n  model: llama-3-8b\n  requests_per_second: 3\n", 1, &["`workload.duration`"]);
+    assert_error(
+        "workload:\n  kind: inference\n  model: llama-3-8b\n  requests_per_second: 3\n",
+        1,
+        &["`workload.duration`"],
+    );
     assert_error("workload:\n  model: llama-3-8b\n", 1, &["`workload.kind`", "is required"]);
 }
 
@@ -111,7 +159,17 @@ fn bad_flags() {
     assert!(out.stderr.contains("unknown pricing model `free`"), "{}", out.stderr);
     let out = run(gpubroker().args(["plan", "examples/lora-llama3-8b.yaml", "--headroom", "3"]));
     assert_eq!(out.code, 2);
-    let out = run(gpubroker().args(["estimate", "--model", "llama-3-8b", "--mode", "lora", "--tokens", "1e9", "--gpu", "GTX480"]));
+    let out = run(gpubroker().args([
+        "estimate",
+        "--model",
+        "llama-3-8b",
+        "--mode",
+        "lora",
+        "--tokens",
+        "1e9",
+        "--gpu",
+        "GTX480",
+    ]));
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("unknown GPU `GTX480`"), "{}", out.stderr);
     let out = run(gpubroker().args(["plan"]));

@@ -2,7 +2,22 @@ use crate::common::{gpubroker, json, run};
 
 #[test]
 fn estimate_json_has_the_documented_fields() {
-    let e = json(gpubroker().args(["estimate", "--model", "llama-3-8b", "--mode", "lora", "--tokens", "2e9", "--seq-len", "4096", "--gpu", "A100-80GB", "--count", "1", "--json"]));
+    let e = json(gpubroker().args([
+        "estimate",
+        "--model",
+        "llama-3-8b",
+        "--mode",
+        "lora",
+        "--tokens",
+        "2e9",
+        "--seq-len",
+        "4096",
+        "--gpu",
+        "A100-80GB",
+        "--count",
+        "1",
+        "--json",
+    ]));
     assert_eq!(e["fits"], true);
     for f in ["memory_per_gpu_gib", "hours", "gpu_hours", "tokens_per_second", "assumptions"] {
         assert!(e[f].is_number() || e[f].is_object(), "missing {f}: {e}");
@@ -14,22 +29,74 @@ fn estimate_json_has_the_documented_fields() {
 
 #[test]
 fn inference_reports_latency_and_throughput() {
-    let e = json(gpubroker().args(["estimate", "--model", "llama-3.1-8b", "--mode", "inference", "--input-tokens", "1000", "--output-tokens", "1000", "--precision", "fp8", "--gpu", "H200", "--json"]));
+    let e = json(gpubroker().args([
+        "estimate",
+        "--model",
+        "llama-3.1-8b",
+        "--mode",
+        "inference",
+        "--input-tokens",
+        "1000",
+        "--output-tokens",
+        "1000",
+        "--precision",
+        "fp8",
+        "--gpu",
+        "H200",
+        "--json",
+    ]));
     for f in ["ttft_ms", "tpot_ms", "tokens_per_second"] {
         assert!(e[f].as_f64().expect(f) > 0.0, "{f}: {e}");
     }
-    let b1 = json(gpubroker().args(["estimate", "--model", "llama-3.1-8b", "--mode", "inference", "--batch", "1", "--gpu", "H200", "--json"]));
+    let b1 = json(gpubroker().args([
+        "estimate",
+        "--model",
+        "llama-3.1-8b",
+        "--mode",
+        "inference",
+        "--batch",
+        "1",
+        "--gpu",
+        "H200",
+        "--json",
+    ]));
     // Batch 1 decode is bandwidth-bound: fewer tokens/s than the throughput-optimal batch.
     assert!(b1["tokens_per_second"].as_f64().expect("tps") < e["tokens_per_second"].as_f64().expect("tps"));
 }
 
 #[test]
 fn more_gpus_fit_what_one_cannot() {
-    let one = run(gpubroker().args(["estimate", "--model", "llama-3-70b", "--mode", "finetune", "--tokens", "1e9", "--gpu", "H100", "--count", "1", "--json"]));
+    let one = run(gpubroker().args([
+        "estimate",
+        "--model",
+        "llama-3-70b",
+        "--mode",
+        "finetune",
+        "--tokens",
+        "1e9",
+        "--gpu",
+        "H100",
+        "--count",
+        "1",
+        "--json",
+    ]));
     assert_eq!(one.code, 1, "does not fit: exit 1");
     let v: serde_json::Value = serde_json::from_str(&one.stdout).expect("json");
     assert_eq!(v["fits"], false);
-    let many = json(gpubroker().args(["estimate", "--model", "llama-3-70b", "--mode", "finetune", "--tokens", "1e9", "--gpu", "H100", "--count", "32", "--json"]));
+    let many = json(gpubroker().args([
+        "estimate",
+        "--model",
+        "llama-3-70b",
+        "--mode",
+        "finetune",
+        "--tokens",
+        "1e9",
+        "--gpu",
+        "H100",
+        "--count",
+        "32",
+        "--json",
+    ]));
     assert_eq!(many["fits"], true);
 }
 

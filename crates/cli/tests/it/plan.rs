@@ -22,7 +22,14 @@ fn plan_table_snapshot() {
 
 #[test]
 fn plan_in_cny_snapshot() {
-    let out = run(gpubroker().args(["plan", "examples/qlora-qwen2.5-7b-cny.yaml", "--limit", "5", "--pricing", "on_demand,off_peak,subscription_day,subscription_week"]));
+    let out = run(gpubroker().args([
+        "plan",
+        "examples/qlora-qwen2.5-7b-cny.yaml",
+        "--limit",
+        "5",
+        "--pricing",
+        "on_demand,off_peak,subscription_day,subscription_week",
+    ]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     filters().bind(|| insta::assert_snapshot!("plan_qlora_cny", out.stdout));
 }
@@ -40,8 +47,20 @@ fn every_example_plans_quickly_and_its_totals_add_up() {
         assert_eq!(best, 0, "{example}: the best option is listed first");
         for o in options {
             for field in [
-                "provider", "region", "zone", "instance_type", "gpu", "gpus_per_node", "nodes", "pricing", "hourly_price",
-                "currency", "hours", "memory_per_gpu_gib", "cost", "meets_deadline",
+                "provider",
+                "region",
+                "zone",
+                "instance_type",
+                "gpu",
+                "gpus_per_node",
+                "nodes",
+                "pricing",
+                "hourly_price",
+                "currency",
+                "hours",
+                "memory_per_gpu_gib",
+                "cost",
+                "meets_deadline",
             ] {
                 assert!(o.get(field).is_some(), "{example}: option lacks `{field}`");
             }
@@ -71,20 +90,34 @@ fn budget_and_deadline_are_respected() {
         assert!(dec(&o["cost"]["total"]) <= budget);
     }
     // The excluded options say why.
-    let over = plan["options"].as_array().expect("options").iter().find(|o| o["within_budget"] == false).expect("an option over budget");
+    let over = plan["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .find(|o| o["within_budget"] == false)
+        .expect("an option over budget");
     assert!(over["reasons"].to_string().contains("over budget"));
 }
 
 #[test]
 fn objective_time_sorts_by_hours() {
     let plan = json(gpubroker().args(["plan", "examples/lora-llama3-8b.yaml", "--json", "--objective", "time"]));
-    let feasible: Vec<f64> = plan["options"].as_array().expect("options").iter().filter(|o| o["feasible"] == true).map(|o| o["hours"].as_f64().expect("hours")).collect();
+    let feasible: Vec<f64> = plan["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .filter(|o| o["feasible"] == true)
+        .map(|o| o["hours"].as_f64().expect("hours"))
+        .collect();
     assert!(feasible.windows(2).all(|w| w[0] <= w[1]));
 }
 
 #[test]
 fn spot_only_task_gets_spot_with_preemption_cost() {
-    let (_dir, task) = temp_file("spot.yaml", "resources:\n  use_spot: true\nworkload:\n  kind: finetune\n  model: llama-3-8b\n  tokens: 5e9\n  deadline: 7d\n");
+    let (_dir, task) = temp_file(
+        "spot.yaml",
+        "resources:\n  use_spot: true\nworkload:\n  kind: finetune\n  model: llama-3-8b\n  tokens: 5e9\n  deadline: 7d\n",
+    );
     let plan = json(gpubroker().args(["plan", task.to_str().expect("path"), "--json"]));
     let options = plan["options"].as_array().expect("options");
     assert!(options.iter().all(|o| o["pricing"] == "spot"));
