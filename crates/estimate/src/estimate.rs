@@ -87,7 +87,9 @@ pub struct Estimate {
 /// 15% must fit). The workload must have passed [`Workload::validate`].
 pub fn estimate(w: &Workload, hw: &Hardware<'_>, table: &EfficiencyTable, headroom: f64) -> Estimate {
     let eff = table.get(&hw.gpu.architecture, w.precision);
-    let layout = Layout { gpu: hw.gpu, gpus: hw.gpus.max(1), gpus_per_node: hw.gpus_per_node.max(1), rdma: hw.rdma };
+    let light_sync = matches!(w.kind, WorkloadKind::Lora | WorkloadKind::Qlora);
+    let layout =
+        Layout { gpu: hw.gpu, gpus: hw.gpus.max(1), gpus_per_node: hw.gpus_per_node.max(1), rdma: hw.rdma, light_sync };
     let capacity = hw.gpu.memory_gib();
     let mut notes = Vec::new();
     if !hw.gpu.supports(w.precision) {

@@ -24,8 +24,12 @@ const INTRA_NODE_LOSS_PCIE: f64 = 0.06;
 /// 8-GPU NVLink instances come with). Calibrated on Llama 3 405B (38% MFU on 16K H100s vs 43% on
 /// 8K) and MLPerf GPT-3 on 11,616 H100s: tuned 3D parallelism loses little per doubling.
 const INTER_NODE_LOSS_RDMA: f64 = 0.008;
-/// ... and on ordinary Ethernet.
-const INTER_NODE_LOSS_ETHERNET: f64 = 0.10;
+/// ... and on ordinary Ethernet (10-100 Gb/s) when every step exchanges full gradients or
+/// gathers sharded weights: tens of GB per step over a link 10-100x slower than NVLink.
+const INTER_NODE_LOSS_ETHERNET: f64 = 0.25;
+/// ... and on Ethernet when only small gradients cross it (LoRA adapters, data-parallel replicas
+/// of a model that fits one node).
+const INTER_NODE_LOSS_ETHERNET_LIGHT: f64 = 0.04;
 /// Latency of one all-reduce inside a node, seconds.
 const ALLREDUCE_LATENCY_FAST_S: f64 = 8e-6;
 const ALLREDUCE_LATENCY_PCIE_S: f64 = 25e-6;
@@ -45,6 +49,8 @@ pub struct Layout<'a> {
     pub gpus_per_node: u32,
     /// Whether nodes are joined by an RDMA fabric.
     pub rdma: bool,
+    /// Whether each step moves little data between nodes (LoRA adapters only).
+    pub light_sync: bool,
 }
 
 impl Layout<'_> {
@@ -61,7 +67,11 @@ impl Layout<'_> {
     /// Share of linear speed-up kept at this size (1.0 on one GPU).
     pub fn scaling_efficiency(&self) -> f64 {
         let intra_loss = if self.gpu.has_fast_scaleup() { INTRA_NODE_LOSS_FAST } else { INTRA_NODE_LOSS_PCIE };
-        let inter_loss = if self.rdma { INTER_NODE_LOSS_RDMA } else { INTER_NODE_LOSS_ETHERNET };
+        let inter_loss = match (self.rdma, self.light_sync) {
+            (true, _) => INTER_NODE_LOSS_RDMA,
+            (false, true) => INTER_NODE_LOSS_ETHERNET_LIGHT,
+            (false, false) => INTER_NODE_LOSS_ETHERNET,
+        };
         let intra = 1.0 - intra_loss * (self.in_node() as f64).log2();
         let inter = 1.0 - inter_loss * (self.nodes() as f64).log2();
         (intra * inter).clamp(0.2, 1.0)
