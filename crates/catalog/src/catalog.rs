@@ -220,7 +220,7 @@ impl Catalog {
         if tiers.is_empty() {
             return None;
         }
-        tiers.sort_by(|a, b| a.from_gb.cmp(&b.from_gb));
+        tiers.sort_by_key(|t| t.from_gb);
         let currency = tiers[0].price_per_gb.currency;
         let mut total = Money::zero(currency);
         for (i, tier) in tiers.iter().enumerate() {

@@ -12,6 +12,7 @@
 //!
 //! Nothing here touches the network or the clock.
 #![deny(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod catalog;
 mod error;

@@ -17,7 +17,7 @@ pub(crate) fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(PLAIN_WITH_HEADER_RULE)
         .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(header.iter().map(|h| Cell::new(h)));
+        .set_header(header.iter().map(Cell::new));
     t
 }
 
@@ -63,6 +63,7 @@ pub(crate) fn write_json<T: Serialize>(out: &mut impl Write, value: &T) -> Resul
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::str::FromStr;

@@ -13,6 +13,7 @@
 //!
 //! Nothing here performs I/O.
 #![deny(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod clock;
 mod fx;

@@ -15,6 +15,7 @@
 //! * Efficiency factors are data (`data/efficiency.csv`), calibrated against published
 //!   measurements; `docs/estimator.md` reports the error on each case.
 #![deny(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod efficiency;
 mod estimate;

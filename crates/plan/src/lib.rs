@@ -13,6 +13,7 @@
 //!
 //! The planner is a pure function: the catalog, the task and "now" come in as values.
 #![deny(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod planner;
 mod task;

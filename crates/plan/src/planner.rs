@@ -544,13 +544,9 @@ fn explain_best(options: &[PlanOption], best: Option<usize>, settings: &PlanSett
         Objective::Cost => {
             format!("cheapest of {} feasible options: {} {} in {}", feasible.len(), total, cur, format_hours(b.hours))
         }
-        Objective::Time => format!(
-            "fastest of {} feasible options: {} for {} {}",
-            feasible.len(),
-            format_hours(b.hours),
-            format!("{total:.2}"),
-            cur
-        ),
+        Objective::Time => {
+            format!("fastest of {} feasible options: {} for {total:.2} {cur}", feasible.len(), format_hours(b.hours))
+        }
     });
     // The runner-up that differs in provider or GPU (not just another zone of the same thing).
     if let Some(r) =
@@ -682,7 +678,12 @@ mod tests {
     #[test]
     fn plain_skypilot_task_is_priced_per_hour_of_list_price() {
         let catalog = Catalog::builtin().expect("catalog");
-        let settings = PlanSettings { now: now(), fixed_hours: Some(2.0), pricing: vec![PricingModel::OnDemand], ..Default::default() };
+        let settings = PlanSettings {
+            now: now(),
+            fixed_hours: Some(2.0),
+            pricing: vec![PricingModel::OnDemand],
+            ..Default::default()
+        };
         let p = run(&catalog, "resources:\n  accelerators: H100:8\n  cloud: aws\n  region: us-east-1\n", &settings);
         let best = &p.options[p.best.expect("best")];
         assert_eq!(best.gpu, "H100");
@@ -697,7 +698,11 @@ mod tests {
         let yaml = "resources:\n  accelerators: A100-80GB:8\n  cloud: aws\n";
         let default = run(&catalog, yaml, &PlanSettings { now: now(), ..Default::default() });
         assert!(default.options.iter().all(|o| !o.pricing.is_commitment()));
-        let reserved = run(&catalog, yaml, &PlanSettings { now: now(), pricing: vec![PricingModel::Reserved1y], ..Default::default() });
+        let reserved = run(
+            &catalog,
+            yaml,
+            &PlanSettings { now: now(), pricing: vec![PricingModel::Reserved1y], ..Default::default() },
+        );
         assert!(!reserved.options.is_empty());
         assert!(reserved.options.iter().all(|o| o.pricing == PricingModel::Reserved1y));
     }
@@ -706,9 +711,17 @@ mod tests {
     fn data_transfer_is_priced_by_where_the_data_is() {
         let catalog = Catalog::builtin().expect("catalog");
         let yaml = "resources:\n  accelerators: H100:8\n  cloud: aws\nworkload:\n  kind: custom\n  gpu_hours: 8\n  reference_gpu: H100\ndata:\n  dataset: {size: 1000GB, provider: aws, region: us-east-1}\n";
-        let p = run(&catalog, yaml, &PlanSettings { now: now(), pricing: vec![PricingModel::OnDemand], ..Default::default() });
+        let p = run(
+            &catalog,
+            yaml,
+            &PlanSettings { now: now(), pricing: vec![PricingModel::OnDemand], ..Default::default() },
+        );
         let same = p.options.iter().find(|o| o.region == "us-east-1").expect("us-east-1 option");
-        let other = p.options.iter().find(|o| o.region != "us-east-1" && o.region.starts_with("us-")).expect("another US region");
+        let other = p
+            .options
+            .iter()
+            .find(|o| o.region != "us-east-1" && o.region.starts_with("us-"))
+            .expect("another US region");
         assert_eq!(same.cost.data_transfer, Decimal::ZERO, "same region: free");
         assert!(other.cost.data_transfer > Decimal::ZERO, "inter-region transfer is charged");
     }

@@ -75,7 +75,9 @@ fn skypilot_import_finds_the_cheapest_8_gpu_offers() {
     assert!(out.stderr.contains("unknown accelerator"), "bad rows are reported: {}", out.stderr);
 
     // Direct read: cheapest on-demand price per (GPU, 8 per instance) over every vms.csv.
-    let mut direct: HashMap<&str, (Decimal, Vec<(String, String)>)> = HashMap::new();
+    // GPU -> (cheapest price, the (cloud, instance type) pairs at that price).
+    type Cheapest = (Decimal, Vec<(String, String)>);
+    let mut direct: HashMap<&str, Cheapest> = HashMap::new();
     for cloud in ["aws", "lambda"] {
         let mut reader = csv::Reader::from_path(dir.join(cloud).join("vms.csv")).expect("vms.csv");
         let headers = reader.headers().expect("headers").clone();
