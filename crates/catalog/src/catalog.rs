@@ -306,6 +306,30 @@ fn builtin_name(kind: TableKind) -> String {
     format!("builtin:{file}")
 }
 
+/// Adds `item` to `items`, replacing one with the same name (a later table overrides an earlier
+/// one), and indexes it under each of `names`.
+fn upsert<T>(
+    items: &mut Vec<T>,
+    index: &mut HashMap<String, usize>,
+    item: T,
+    name: impl Fn(&T) -> &String,
+    names: &[String],
+) {
+    let idx = match items.iter().position(|existing| name(existing) == name(&item)) {
+        Some(i) => {
+            items[i] = item;
+            i
+        }
+        None => {
+            items.push(item);
+            items.len() - 1
+        }
+    };
+    for n in names {
+        index.insert(normalize_name(n), idx);
+    }
+}
+
 /// Accumulates tables, remembering where each offer came from so that problems found when the
 /// catalog is complete (an off-peak price without its on-demand price) still name a line.
 #[derive(Default)]
@@ -354,20 +378,8 @@ impl Loader {
         match kind {
             TableKind::Gpus => {
                 for gpu in tables::parse_gpus(&table)? {
-                    let idx = match cat.gpus.iter().position(|g| g.name == gpu.name) {
-                        Some(i) => {
-                            cat.gpus[i] = gpu;
-                            i
-                        }
-                        None => {
-                            cat.gpus.push(gpu);
-                            cat.gpus.len() - 1
-                        }
-                    };
-                    let g = &cat.gpus[idx];
-                    for name in std::iter::once(&g.name).chain(g.aliases.iter()) {
-                        cat.gpu_index.insert(normalize_name(name), idx);
-                    }
+                    let names: Vec<String> = std::iter::once(&gpu.name).chain(&gpu.aliases).cloned().collect();
+                    upsert(&mut cat.gpus, &mut cat.gpu_index, gpu, |g| &g.name, &names);
                 }
             }
             TableKind::Offers => {
@@ -376,9 +388,6 @@ impl Loader {
                 for ((line, _), offer) in table.rows.iter().zip(offers) {
                     self.offer_origin.push((file.to_string(), *line));
                     cat.offers.push(offer);
-                }
-                if !table.has("as_of") {
-                    // Imported or hand-written files without dates are allowed; nothing to do.
                 }
             }
             TableKind::Transfer => cat.transfer.extend(tables::parse_transfer(&table)?),
@@ -390,20 +399,8 @@ impl Loader {
             }
             TableKind::Models => {
                 for model in tables::parse_models(&table)? {
-                    let idx = match cat.models.iter().position(|m| m.name == model.name) {
-                        Some(i) => {
-                            cat.models[i] = model;
-                            i
-                        }
-                        None => {
-                            cat.models.push(model);
-                            cat.models.len() - 1
-                        }
-                    };
-                    let m = &cat.models[idx];
-                    for name in std::iter::once(&m.name).chain(m.aliases.iter()) {
-                        cat.model_index.insert(normalize_name(name), idx);
-                    }
+                    let names: Vec<String> = std::iter::once(&model.name).chain(&model.aliases).cloned().collect();
+                    upsert(&mut cat.models, &mut cat.model_index, model, |m| &m.name, &names);
                 }
             }
         }

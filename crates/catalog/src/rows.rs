@@ -52,10 +52,6 @@ impl Table {
         Ok(Table { file: file.to_string(), columns, rows })
     }
 
-    pub(crate) fn has(&self, column: &str) -> bool {
-        self.columns.contains_key(column)
-    }
-
     pub(crate) fn row<'a>(&'a self, line: u64, record: &'a csv::StringRecord) -> Row<'a> {
         Row { table: self, line, record }
     }

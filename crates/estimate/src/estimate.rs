@@ -113,21 +113,7 @@ pub fn estimate(w: &Workload, hw: &Hardware<'_>, table: &EfficiencyTable, headro
         (_, Some(m)) => inference(w, m, &layout, &eff, capacity, headroom, a),
         (_, None) => {
             a.notes.push("no model given".into());
-            Estimate {
-                fits: false,
-                memory_per_gpu_gib: 0.0,
-                gpu_memory_gib: capacity,
-                memory: MemoryBreakdown::default(),
-                hours: None,
-                gpu_hours: None,
-                tokens_per_second: None,
-                ttft_ms: None,
-                tpot_ms: None,
-                batch: None,
-                replicas: None,
-                meets_throughput: None,
-                assumptions: a,
-            }
+            estimate_none(capacity, a)
         }
     }
 }
