@@ -39,6 +39,56 @@ pub(crate) enum Command {
     /// Query and import catalogs of offerings.
     #[command(subcommand)]
     Catalog(CatalogCommand),
+    /// Replay a job against spot availability traces under each policy, from many start offsets.
+    Backtest(BacktestArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ZonesMode {
+    /// Each trace is its own scenario (one zone).
+    Each,
+    /// All traces are zones of one scenario; the policy may move between them.
+    Any,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BacktestArgs {
+    /// Trace files (Can't Be Late JSON or raw probe CSV) or directories of them.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub(crate) trace: Vec<PathBuf>,
+    /// Compute the job needs, hours.
+    #[arg(long)]
+    pub(crate) job_hours: f64,
+    /// Deadline after submission, hours.
+    #[arg(long)]
+    pub(crate) deadline_hours: f64,
+    /// Paid time without progress each time an instance starts, hours.
+    #[arg(long, default_value_t = 0.2)]
+    pub(crate) changeover_hours: f64,
+    /// On-demand price per hour (default: p3.2xlarge, the paper's simulator).
+    #[arg(long, default_value_t = 3.06)]
+    pub(crate) on_demand_price: f64,
+    /// Spot price per hour.
+    #[arg(long, default_value_t = 0.9731)]
+    pub(crate) spot_price: f64,
+    /// Random start offsets per scenario.
+    #[arg(long, default_value_t = 300)]
+    pub(crate) starts: usize,
+    /// Seed of the start offsets.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Policies: on-demand, greedy, uniform-progress, gpubroker, omniscient.
+    #[arg(long, value_delimiter = ',', default_value = "on-demand,greedy,uniform-progress,gpubroker,omniscient")]
+    pub(crate) policy: Vec<String>,
+    /// Nodes of a gang job (multi-node traces).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) nodes: u32,
+    /// How several traces combine.
+    #[arg(long, value_enum, default_value_t = ZonesMode::Each)]
+    pub(crate) zones_mode: ZonesMode,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,5 +1,6 @@
 //! One file per subcommand; each is a function of resolved values that writes to stdout.
 
+mod backtest;
 mod catalog;
 mod estimate;
 mod gpus;
@@ -22,6 +23,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Catalog(CatalogCommand::List(args)) => catalog::list(&ctx, &args, &mut out),
         Command::Catalog(CatalogCommand::Import(args)) => catalog::import(&ctx, &args, &mut out),
         Command::Catalog(CatalogCommand::Info(args)) => catalog::info(&ctx, &args, &mut out),
+        Command::Backtest(args) => backtest::backtest(&args, &mut out),
     }
 }
 

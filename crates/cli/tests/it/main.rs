@@ -1,6 +1,7 @@
 //! End-to-end tests of the `gpubroker` binary: one test harness (uv 715f28fd39), one module per
 //! command. Output is snapshotted with insta; `GPUBROKER_NOW` fixes the clock.
 
+mod backtest;
 mod catalog;
 mod common;
 mod errors;
