@@ -290,7 +290,7 @@ mod tests {
     }
 
     fn market<'a>(available: &'a [bool], stats: &'a [ZoneStats]) -> MarketView<'a> {
-        MarketView { available, stats, price_ratio: 3.14, tick_s: 600.0 }
+        MarketView { available, stats, price_ratio: 3.06 / 0.9731, tick_s: 600.0 }
     }
 
     #[test]
