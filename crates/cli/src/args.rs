@@ -41,6 +41,95 @@ pub(crate) enum Command {
     Catalog(CatalogCommand),
     /// Replay a job against spot availability traces under each policy, from many start offsets.
     Backtest(BacktestArgs),
+    /// Submit a task as a managed job (returns at once with its id; the controller runs it).
+    Launch(LaunchArgs),
+    /// List managed jobs, or show, follow the logs of, or cancel one.
+    Jobs(JobsArgs),
+    /// Run the job controller in the foreground (the CLI starts it in the background when needed).
+    #[command(hide = true)]
+    Controller,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LaunchArgs {
+    /// Task file (its `setup`, `run`, `envs` and `workdir` are what runs).
+    pub(crate) task: PathBuf,
+    /// Run on spot capacity.
+    #[arg(long, conflicts_with = "on_demand")]
+    pub(crate) spot: bool,
+    /// Run on on-demand capacity.
+    #[arg(long)]
+    pub(crate) on_demand: bool,
+    /// Deadline: a duration from now (`48h`) or an RFC 3339 time (overrides the task's).
+    #[arg(long)]
+    pub(crate) deadline: Option<String>,
+    /// Backend to run on.
+    #[arg(long, default_value = "local")]
+    pub(crate) backend: String,
+    /// Queue.
+    #[arg(long, default_value = "default")]
+    pub(crate) queue: String,
+    /// Priority within the queue (higher first).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) priority: i64,
+    /// GPUs per attempt (default: the task's accelerator count, or 0).
+    #[arg(long)]
+    pub(crate) gpus: Option<u32>,
+    /// After a preemption: same_zone, next_cheapest or on_demand.
+    #[arg(long, default_value = "same_zone")]
+    pub(crate) recovery: String,
+    /// Preemptions to recover from before giving up.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) max_recoveries: u32,
+    /// Failed attempts (non-zero exit) to retry.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) max_retries: u32,
+    /// Start attempts only inside this daily window (`01:00-08:00 Asia/Shanghai`) unless the deadline needs more.
+    #[arg(long)]
+    pub(crate) window: Option<String>,
+    /// Spending limit (`5 USD`); the job is stopped when it is reached (overrides the task's).
+    #[arg(long)]
+    pub(crate) budget: Option<String>,
+    /// Do not start the background controller (for tests and for a controller run elsewhere).
+    #[arg(long, hide = true)]
+    pub(crate) no_controller: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct JobsArgs {
+    #[command(subcommand)]
+    pub(crate) command: Option<JobsCommand>,
+    /// Include finished jobs.
+    #[arg(long)]
+    pub(crate) all: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum JobsCommand {
+    /// A job's attempts (placement, times, price, cost) and event history.
+    Show {
+        /// Job id.
+        id: i64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A job's output, every attempt in order.
+    Logs {
+        /// Job id.
+        id: i64,
+        /// Keep printing until the job finishes.
+        #[arg(long, short = 'f')]
+        follow: bool,
+    },
+    /// Cancel a job (its running attempt is terminated).
+    Cancel {
+        /// Job id.
+        id: i64,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

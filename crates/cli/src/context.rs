@@ -11,6 +11,16 @@ use crate::args::GlobalArgs;
 pub(crate) mod env_vars {
     /// Fixes "now" (RFC 3339) for reproducible plans and tests.
     pub(crate) const GPUBROKER_NOW: &str = "GPUBROKER_NOW";
+    /// The data directory (ledger, attempt logs, checkpoints). Default: `$HOME/.gpubroker`.
+    pub(crate) const GPUBROKER_HOME: &str = "GPUBROKER_HOME";
+    /// GPU slots of the local backend (default: GPUs `nvidia-smi -L` lists; 0 = no slot accounting).
+    pub(crate) const GPUBROKER_LOCAL_SLOTS: &str = "GPUBROKER_LOCAL_SLOTS";
+    /// Cost of one local GPU-hour (`2.5 USD`, on-prem amortised). Default `0 USD`.
+    pub(crate) const GPUBROKER_LOCAL_GPU_HOUR_PRICE: &str = "GPUBROKER_LOCAL_GPU_HOUR_PRICE";
+    /// Controller poll interval in ms (default 500).
+    pub(crate) const GPUBROKER_POLL_MS: &str = "GPUBROKER_POLL_MS";
+    /// Seconds the controller waits with nothing to do before exiting (default 60).
+    pub(crate) const GPUBROKER_CONTROLLER_IDLE_S: &str = "GPUBROKER_CONTROLLER_IDLE_S";
 }
 
 pub(crate) struct Context {

@@ -4,6 +4,7 @@ mod backtest;
 mod catalog;
 mod estimate;
 mod gpus;
+mod jobs;
 mod plan;
 
 use anyhow::Result;
@@ -13,6 +14,10 @@ use crate::args::{CatalogCommand, Cli, Command};
 use crate::context::Context;
 
 pub(crate) fn run(cli: Cli) -> Result<ExitStatus> {
+    // The controller needs no catalog.
+    if let Command::Controller = cli.command {
+        return jobs::controller();
+    }
     let ctx = Context::new(&cli.global)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -24,6 +29,9 @@ pub(crate) fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Catalog(CatalogCommand::Import(args)) => catalog::import(&ctx, &args, &mut out),
         Command::Catalog(CatalogCommand::Info(args)) => catalog::info(&ctx, &args, &mut out),
         Command::Backtest(args) => backtest::backtest(&args, &mut out),
+        Command::Launch(args) => jobs::launch(&ctx, &args, &mut out),
+        Command::Jobs(args) => jobs::jobs(&ctx, &args, &mut out),
+        Command::Controller => jobs::controller(),
     }
 }
 

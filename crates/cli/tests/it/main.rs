@@ -6,4 +6,5 @@ mod catalog;
 mod common;
 mod errors;
 mod estimate;
+mod jobs;
 mod plan;

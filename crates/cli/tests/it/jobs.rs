@@ -1,0 +1,218 @@
+//! Managed jobs on the local backend: real processes, a real SQLite ledger.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rust_decimal::Decimal;
+
+use crate::common::{dec, gpubroker, json, run};
+
+/// A data directory and a task that counts to `steps`, checkpointing every step, and records
+/// each start and finish in `journal`.
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        Fixture { dir: tempfile::tempdir().expect("tempdir") }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    fn journal(&self) -> PathBuf {
+        self.dir.path().join("journal")
+    }
+
+    fn task(&self, name: &str, steps: u32, step_s: &str) -> PathBuf {
+        let path = self.dir.path().join(format!("{name}.yaml"));
+        let text = format!(
+            r#"name: {name}
+envs:
+  JOURNAL: {journal}
+run: |
+  ckpt="$GPUBROKER_CHECKPOINT_DIR/step"
+  echo "start {name} $GPUBROKER_ATTEMPT" >> "$JOURNAL"
+  step=0
+  if [ -f "$ckpt" ]; then step=$(cat "$ckpt"); echo "resumed from step $step"; fi
+  while [ "$step" -lt {steps} ]; do
+    step=$((step + 1)); echo "$step" > "$ckpt.tmp" && mv "$ckpt.tmp" "$ckpt"; sleep {step_s}
+  done
+  echo "done at step $step"
+  echo "done {name}" >> "$JOURNAL"
+"#,
+            journal = self.journal().display()
+        );
+        std::fs::write(&path, text).expect("write task");
+        path
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = gpubroker();
+        c.env_remove("GPUBROKER_NOW")
+            .env("GPUBROKER_HOME", self.home())
+            .env("GPUBROKER_POLL_MS", "50")
+            .env("GPUBROKER_CONTROLLER_IDLE_S", "2")
+            .env("GPUBROKER_LOCAL_GPU_HOUR_PRICE", "3.6 USD")
+            .env("GPUBROKER_LOCAL_SLOTS", "0");
+        c
+    }
+
+    fn launch(&self, task: &Path, extra: &[&str]) -> i64 {
+        let out = run(self.cmd().arg("launch").arg(task).args(extra));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.stdout.trim().parse().expect("job id")
+    }
+
+    fn job(&self, id: i64) -> serde_json::Value {
+        json(self.cmd().args(["jobs", "show", &id.to_string(), "--json"]))
+    }
+
+    fn wait_state(&self, id: i64, states: &[&str], timeout: Duration) -> serde_json::Value {
+        let started = Instant::now();
+        loop {
+            let j = self.job(id);
+            if states.iter().any(|s| j["state"] == *s) {
+                return j;
+            }
+            assert!(started.elapsed() < timeout, "job {id} stuck: {j}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn pid_of(&self, key: &str) -> Option<u32> {
+        std::fs::read_to_string(self.home().join("local").join(key).join("pid")).ok()?.trim().parse().ok()
+    }
+
+    fn journal_lines(&self) -> Vec<String> {
+        std::fs::read_to_string(self.journal()).unwrap_or_default().lines().map(String::from).collect()
+    }
+}
+
+#[test]
+fn preempted_job_resumes_from_its_checkpoint() {
+    let f = Fixture::new();
+    let task = f.task("counter", 30, "0.1");
+    let id = f.launch(&task, &[]);
+    // Wait until attempt 1 is running and has made progress, then preempt it from outside.
+    let started = Instant::now();
+    let pid = loop {
+        let step: u32 = std::fs::read_to_string(f.home().join(format!("checkpoints/{id}/step")))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        if step >= 5
+            && let Some(pid) = f.pid_of(&format!("{id}-1"))
+        {
+            break pid;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "attempt 1 never progressed");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let killed = Command::new("kill").args(["-TERM", "--", &format!("-{pid}")]).status().expect("kill");
+    assert!(killed.success());
+    let job = f.wait_state(id, &["SUCCEEDED", "FAILED"], Duration::from_secs(30));
+    assert_eq!(job["state"], "SUCCEEDED", "{job}");
+    let attempts = job["attempts"].as_array().expect("attempts");
+    assert_eq!(attempts.len(), 2, "{job}");
+    assert_eq!(attempts[0]["state"], "preempted");
+    assert_eq!(attempts[1]["state"], "succeeded");
+    // Every attempt's time was metered and priced; the job's cost is their sum.
+    let costs: Vec<Decimal> = attempts.iter().map(|a| dec(&a["cost"])).collect();
+    assert!(costs.iter().all(|c| *c > Decimal::ZERO), "{costs:?}");
+    let listed = json(f.cmd().args(["jobs", "--all", "--json"]));
+    assert_eq!(dec(&listed[0]["cost"]), costs.iter().copied().sum::<Decimal>());
+    // The second attempt resumed from the checkpoint, not from zero.
+    let logs = run(f.cmd().args(["jobs", "logs", &id.to_string()]));
+    let resumed: u32 = logs
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("resumed from step "))
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no resume in logs: {}", logs.stdout));
+    assert!(resumed >= 5, "resumed from {resumed}");
+    assert!(logs.stdout.contains("done at step 30"), "{}", logs.stdout);
+    assert_eq!(f.journal_lines().iter().filter(|l| l.starts_with("done")).count(), 1);
+}
+
+#[test]
+fn cancel_stops_the_running_attempt() {
+    let f = Fixture::new();
+    let id = f.launch(&f.task("long", 1000, "0.1"), &[]);
+    f.wait_state(id, &["RUNNING"], Duration::from_secs(20));
+    let out = run(f.cmd().args(["jobs", "cancel", &id.to_string()]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let job = f.wait_state(id, &["CANCELLED"], Duration::from_secs(20));
+    assert_eq!(job["attempts"][0]["state"], "terminated");
+    assert!(f.journal_lines().iter().all(|l| !l.starts_with("done")));
+}
+
+#[test]
+fn a_job_over_budget_is_stopped_and_reported() {
+    let f = Fixture::new();
+    // 3.6 USD/h = 0.001 USD/s: a 0.002 USD budget lasts about 2 s of a 100 s job.
+    let id = f.launch(&f.task("spender", 1000, "0.1"), &["--budget", "0.002 USD"]);
+    let job = f.wait_state(id, &["FAILED", "SUCCEEDED"], Duration::from_secs(30));
+    assert_eq!(job["state"], "FAILED");
+    assert!(job["message"].as_str().unwrap_or("").contains("budget"), "{job}");
+    assert_eq!(job["attempts"][0]["reason"], "over budget");
+}
+
+#[test]
+fn bad_launches_are_refused() {
+    let f = Fixture::new();
+    let (_d, no_run) = crate::common::temp_file("t.yaml", "name: x\nresources:\n  accelerators: A100:1\n");
+    let out = run(f.cmd().arg("launch").arg(&no_run));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("has no `run` commands"), "{}", out.stderr);
+    let out = run(f.cmd().args(["jobs", "show", "999"]));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("no job with id 999"), "{}", out.stderr);
+    let out = run(f.cmd().arg("launch").arg(f.task("x", 1, "0")).args(["--backend", "mars"]));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("unknown backend `mars`"), "{}", out.stderr);
+}
+
+/// The controller is `kill -9`ed at random moments (at least 20 times) while jobs run; after
+/// each restart it reconciles from the ledger. Every job must finish exactly once: one attempt
+/// each (the controller never launched a job twice) and one completion.
+#[test]
+fn controller_survives_kill_9_and_runs_every_job_exactly_once() {
+    let f = Fixture::new();
+    let jobs: Vec<i64> =
+        (0..6).map(|i| f.launch(&f.task(&format!("job{i}"), 25, "0.1"), &["--no-controller"])).collect();
+    let mut rng = fastrand::Rng::with_seed(7);
+    let spawn = || -> Child {
+        f.cmd().arg("controller").stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("controller")
+    };
+    let mut kills = 0;
+    let started = Instant::now();
+    loop {
+        let mut controller = spawn();
+        std::thread::sleep(Duration::from_millis(rng.u64(20..300)));
+        let _ = controller.kill(); // SIGKILL
+        let _ = controller.wait();
+        kills += 1;
+        let done = jobs.iter().all(|id| {
+            let s = f.job(*id)["state"].as_str().unwrap_or("").to_string();
+            s == "SUCCEEDED" || s == "FAILED"
+        });
+        if done && kills >= 20 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "jobs did not finish");
+    }
+    assert!(kills >= 20);
+    let journal = f.journal_lines();
+    for (i, id) in jobs.iter().enumerate() {
+        let job = f.job(*id);
+        assert_eq!(job["state"], "SUCCEEDED", "{job}");
+        assert_eq!(job["attempts"].as_array().expect("attempts").len(), 1, "job {id} launched more than once: {job}");
+        let starts = journal.iter().filter(|l| **l == format!("start job{i} 1")).count();
+        let dones = journal.iter().filter(|l| **l == format!("done job{i}")).count();
+        assert_eq!((starts, dones), (1, 1), "job{i}: {journal:?}");
+    }
+}

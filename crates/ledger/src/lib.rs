@@ -1,0 +1,20 @@
+//! # Brief overview
+//!
+//! `gpubroker-ledger` is the one place gpubroker keeps state that must survive a crash: a SQLite
+//! database (WAL, `synchronous=FULL`) in the data directory. This first part holds managed jobs:
+//!
+//! * `jobs`: what was submitted (the spec as JSON, opaque here), its queue, priority and state;
+//! * `attempts`: every placement of a job, written as an *intent* (state `launching`, with the
+//!   idempotency key `{job}-{attempt}`) **before** the backend is called, then updated with what
+//!   the backend reported. After a crash the controller re-issues every `launching` attempt with
+//!   the same key, which the backend treats as "already launched" if it was;
+//! * `events`: an append-only log of transitions, for `gpubroker jobs show`.
+//!
+//! # Guarantees
+//! Every write is one transaction; a committed transition survives `kill -9` of the process.
+#![deny(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+mod store;
+
+pub use store::{Attempt, AttemptState, Event, Job, JobState, Store, StoreError};

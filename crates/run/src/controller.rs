@@ -1,0 +1,397 @@
+//! The job controller: a level-triggered reconcile loop over the jobs in the ledger.
+//!
+//! Each pass reads every unfinished job, polls all running attempts in one backend call, and
+//! moves each job one step: launch (writing the intent *before* calling the backend), observe,
+//! recover a preempted attempt from its checkpoint, stop a job over its budget, cancel.
+//!
+//! # Guarantees
+//! * A job's attempt `n` is launched at most once: its intent (key `{job}-{n}`) is committed
+//!   before the launch call, and the backend's launch is idempotent on that key. A controller
+//!   killed at any point re-issues the same key on restart and gets the same attempt back.
+//! * Attempt `n + 1` exists only after attempt `n` has ended (preempted, failed with retries
+//!   left), so a job never runs twice at once.
+//! * Every transition is one committed transaction (see `gpubroker-ledger`).
+//!
+//! # Assumptions
+//! * One controller runs per data directory (the CLI holds a lock for it).
+//! * Attempts write their progress to `GPUBROKER_CHECKPOINT_DIR` (kept across attempts) and
+//!   resume from it; the attempt number is in `GPUBROKER_ATTEMPT`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::str::FromStr;
+use std::time::Duration;
+
+use gpubroker_core::{Clock, Decimal, OffPeakWindow};
+use gpubroker_ledger::{Attempt, AttemptState, Job, JobState, Store, StoreError};
+
+use crate::backend::{Backend, BackendError, Handle, LaunchRequest, Observed};
+use crate::spec::JobSpec;
+
+/// Controller settings.
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    /// Time between passes.
+    pub poll_interval: Duration,
+    /// Attempts running at once per queue (0 = no limit).
+    pub max_running_per_queue: u32,
+    /// Exit after this long with nothing to do (`None` = never).
+    pub idle_exit: Option<Duration>,
+    /// Where jobs without their own checkpoint directory keep one (`<root>/<job id>`).
+    pub checkpoint_root: std::path::PathBuf,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        ControllerConfig {
+            poll_interval: Duration::from_millis(500),
+            max_running_per_queue: 0,
+            idle_exit: Some(Duration::from_secs(60)),
+            checkpoint_root: std::env::temp_dir().join("gpubroker-checkpoints"),
+        }
+    }
+}
+
+/// Why a pass failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    /// The ledger failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The backend failed.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+/// Drives jobs through their life.
+pub struct Controller {
+    store: Store,
+    backend: Backend,
+    clock: Clock,
+    config: ControllerConfig,
+}
+
+/// Money spent by an attempt so far, in its currency (per-second billing).
+pub fn attempt_cost(a: &Attempt, now_ms: i64) -> Decimal {
+    let Some(start) = a.started_at_ms else { return Decimal::ZERO };
+    let end = a.ended_at_ms.unwrap_or(now_ms).max(start);
+    let price = Decimal::from_str(&a.hourly_price).unwrap_or(Decimal::ZERO);
+    // Whole seconds, rounded up, as per-second billing does.
+    let seconds = (end - start + 999) / 1000;
+    price * Decimal::from(seconds) / Decimal::from(3600)
+}
+
+/// Money spent by all attempts of a job.
+pub fn job_cost(attempts: &[Attempt], now_ms: i64) -> Decimal {
+    attempts.iter().map(|a| attempt_cost(a, now_ms)).sum()
+}
+
+fn slots_of(placement: &str) -> Vec<u32> {
+    placement
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("slots="))
+        .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+impl Controller {
+    /// A controller over `store` and `backend`.
+    pub fn new(store: Store, backend: Backend, clock: Clock, config: ControllerConfig) -> Self {
+        Controller { store, backend, clock, config }
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.clock.now().as_millisecond()
+    }
+
+    /// Runs passes until `stop()` says so or, with `idle_exit`, nothing has been active for that long.
+    pub fn run(&self, stop: &dyn Fn() -> bool) -> Result<(), ControllerError> {
+        let mut idle_since = std::time::Instant::now();
+        while !stop() {
+            let active = self.step()?;
+            if active > 0 {
+                idle_since = std::time::Instant::now();
+            } else if self.config.idle_exit.is_some_and(|d| idle_since.elapsed() >= d) {
+                return Ok(());
+            }
+            std::thread::sleep(self.config.poll_interval);
+        }
+        Ok(())
+    }
+
+    /// One reconcile pass. Returns the number of unfinished jobs.
+    pub fn step(&self) -> Result<usize, ControllerError> {
+        let now = self.now_ms();
+        let mut jobs = self.store.jobs(true)?;
+        // Higher priority first, then first come first served.
+        jobs.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.id.cmp(&b.id)));
+        let mut attempts: HashMap<i64, Vec<Attempt>> = HashMap::new();
+        for j in &jobs {
+            attempts.insert(j.id, self.store.attempts(j.id)?);
+        }
+        // Poll every live attempt in one call.
+        let live: Vec<Handle> = attempts
+            .values()
+            .filter_map(|a| a.last())
+            .filter(|a| !a.state.is_over())
+            .map(|a| Handle { key: a.key.clone() })
+            .collect();
+        let observed: HashMap<String, Observed> =
+            live.iter().map(|h| h.key.clone()).zip(self.backend.poll(&live, now)?).collect();
+        let mut used_slots: BTreeSet<u32> = BTreeSet::new();
+        let mut running_per_queue: BTreeMap<String, u32> = BTreeMap::new();
+        for j in &jobs {
+            if let Some(a) = attempts[&j.id].last().filter(|a| !a.state.is_over()) {
+                used_slots.extend(slots_of(&a.placement));
+                *running_per_queue.entry(j.queue.clone()).or_default() += 1;
+            }
+        }
+        for job in &jobs {
+            let history = &attempts[&job.id];
+            let spec: JobSpec = match serde_json::from_str(&job.spec) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.store.set_job_state(job.id, JobState::Failed, Some(&format!("unreadable spec: {e}")), now)?;
+                    continue;
+                }
+            };
+            let last = history.last();
+            if job.cancel_requested {
+                if let Some(a) = last.filter(|a| !a.state.is_over()) {
+                    self.backend.terminate(&Handle { key: a.key.clone() })?;
+                    self.store.end_attempt(&a.key, AttemptState::Terminated, now, None, "cancelled")?;
+                }
+                self.store.set_job_state(job.id, JobState::Cancelled, Some("cancelled by user"), now)?;
+                continue;
+            }
+            match last {
+                Some(a) if !a.state.is_over() => {
+                    let obs = observed.get(&a.key).cloned().unwrap_or(Observed::Gone);
+                    self.follow(job, &spec, a, history, obs, now)?;
+                }
+                _ => {
+                    self.maybe_launch(job, &spec, history, &mut used_slots, &mut running_per_queue, now)?;
+                }
+            }
+        }
+        Ok(self.store.jobs(true)?.len())
+    }
+
+    /// Moves a job whose last attempt is live according to what the backend saw.
+    fn follow(
+        &self,
+        job: &Job,
+        spec: &JobSpec,
+        a: &Attempt,
+        history: &[Attempt],
+        obs: Observed,
+        now: i64,
+    ) -> Result<(), ControllerError> {
+        match obs {
+            Observed::Pending => {
+                if a.state == AttemptState::Launching {
+                    // The intent is committed; launching again with the same key is safe and
+                    // covers a controller that died before (or during) the first call.
+                    self.launch_attempt(job, spec, a)?;
+                }
+            }
+            Observed::Gone if a.state == AttemptState::Launching => {
+                self.launch_attempt(job, spec, a)?;
+            }
+            Observed::Running { since_ms } => {
+                self.store.mark_running(&a.key, since_ms, now)?;
+                if let Some(budget) = spec.budget.as_deref().and_then(|b| Decimal::from_str(b).ok()) {
+                    let mut current = history.to_vec();
+                    if let Some(last) = current.last_mut() {
+                        last.started_at_ms = last.started_at_ms.or(Some(since_ms));
+                    }
+                    let spent = job_cost(&current, now);
+                    if spent >= budget {
+                        self.backend.terminate(&Handle { key: a.key.clone() })?;
+                        self.store.end_attempt(&a.key, AttemptState::Terminated, now, None, "over budget")?;
+                        let msg = format!(
+                            "stopped: spent {} {} of a {} {} budget",
+                            spent.round_dp(4),
+                            spec.currency,
+                            budget,
+                            spec.currency
+                        );
+                        self.store.set_job_state(job.id, JobState::Failed, Some(&msg), now)?;
+                    }
+                }
+            }
+            Observed::Exited { code, at_ms } => {
+                if code == 0 {
+                    self.store.end_attempt(&a.key, AttemptState::Succeeded, at_ms, Some(0), "exit 0")?;
+                    self.store.set_job_state(job.id, JobState::Succeeded, None, now)?;
+                } else {
+                    self.store.end_attempt(&a.key, AttemptState::Failed, at_ms, Some(code), &format!("exit {code}"))?;
+                    let failures = history.iter().filter(|x| x.state == AttemptState::Failed).count() as u32 + 1;
+                    if failures <= spec.max_retries {
+                        self.store.set_job_state(
+                            job.id,
+                            JobState::Pending,
+                            Some(&format!("attempt {} exited {code}; retrying", a.attempt)),
+                            now,
+                        )?;
+                    } else {
+                        self.store.set_job_state(
+                            job.id,
+                            JobState::Failed,
+                            Some(&format!("exited with code {code}")),
+                            now,
+                        )?;
+                    }
+                }
+            }
+            Observed::Preempted { .. } | Observed::Gone if a.state == AttemptState::Running => {
+                let at_ms = if let Observed::Preempted { at_ms } = obs { at_ms } else { now };
+                self.store.end_attempt(&a.key, AttemptState::Preempted, at_ms, None, "preempted")?;
+                let recoveries = history.iter().filter(|x| x.state == AttemptState::Preempted).count() as u32 + 1;
+                if recoveries <= spec.max_recoveries {
+                    self.store.set_job_state(
+                        job.id,
+                        JobState::Recovering,
+                        Some(&format!("attempt {} preempted; recovering from the last checkpoint", a.attempt)),
+                        now,
+                    )?;
+                } else {
+                    self.store.set_job_state(
+                        job.id,
+                        JobState::Failed,
+                        Some(&format!("preempted {recoveries} times; giving up")),
+                        now,
+                    )?;
+                }
+            }
+            Observed::Preempted { .. } | Observed::Gone => {
+                // A launching attempt whose process vanished before we saw it run: it did run
+                // (it wrote a pid), so it counts as preempted too.
+                self.store.end_attempt(&a.key, AttemptState::Preempted, now, None, "lost while starting")?;
+                self.store.set_job_state(
+                    job.id,
+                    JobState::Recovering,
+                    Some(&format!("attempt {} lost while starting", a.attempt)),
+                    now,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn maybe_launch(
+        &self,
+        job: &Job,
+        spec: &JobSpec,
+        history: &[Attempt],
+        used_slots: &mut BTreeSet<u32>,
+        running_per_queue: &mut BTreeMap<String, u32>,
+        now: i64,
+    ) -> Result<(), ControllerError> {
+        if let Some(last) = history.last()
+            && last.state == AttemptState::Succeeded
+        {
+            self.store.set_job_state(job.id, JobState::Succeeded, None, now)?;
+            return Ok(());
+        }
+        if let Some(budget) = spec.budget.as_deref().and_then(|b| Decimal::from_str(b).ok())
+            && job_cost(history, now) >= budget
+        {
+            self.store.set_job_state(job.id, JobState::Failed, Some("stopped: budget spent"), now)?;
+            return Ok(());
+        }
+        let limit = self.config.max_running_per_queue;
+        if limit > 0 && running_per_queue.get(&job.queue).copied().unwrap_or(0) >= limit {
+            return Ok(());
+        }
+        if !self.window_allows(spec, now) {
+            return Ok(());
+        }
+        // GPU slots: the lowest free ones.
+        let total = self.backend.slots();
+        let slots: Vec<u32> = if total == 0 || spec.gpus == 0 {
+            Vec::new()
+        } else {
+            let free: Vec<u32> = (0..total).filter(|s| !used_slots.contains(s)).take(spec.gpus as usize).collect();
+            if free.len() < spec.gpus as usize {
+                return Ok(()); // wait for capacity
+            }
+            free
+        };
+        let attempt_no = history.last().map(|a| a.attempt + 1).unwrap_or(1);
+        let placement = if slots.is_empty() {
+            self.backend.name().to_string()
+        } else {
+            format!("{} slots={}", self.backend.name(), slots.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+        };
+        let price = Decimal::from_str(&spec.gpu_hour_price).unwrap_or(Decimal::ZERO) * Decimal::from(spec.gpus.max(1));
+        let intent = self.store.record_launch_intent(
+            job.id,
+            attempt_no,
+            self.backend.name(),
+            &placement,
+            &spec.pricing,
+            &price.normalize().to_string(),
+            &spec.currency,
+            now,
+        )?;
+        used_slots.extend(slots);
+        *running_per_queue.entry(job.queue.clone()).or_default() += 1;
+        self.launch_attempt(job, spec, &intent)
+    }
+
+    fn launch_attempt(&self, job: &Job, spec: &JobSpec, a: &Attempt) -> Result<(), ControllerError> {
+        let mut env = BTreeMap::new();
+        let checkpoint_dir =
+            spec.checkpoint_dir.clone().unwrap_or_else(|| self.config.checkpoint_root.join(job.id.to_string()));
+        env.insert("GPUBROKER_CHECKPOINT_DIR".to_string(), checkpoint_dir.display().to_string());
+        env.insert("GPUBROKER_ATTEMPT".to_string(), a.attempt.to_string());
+        env.insert("GPUBROKER_JOB_ID".to_string(), job.id.to_string());
+        env.insert("GPUBROKER_JOB_NAME".to_string(), job.name.clone());
+        let slots = slots_of(&a.placement);
+        let req = LaunchRequest { key: &a.key, job_id: job.id, attempt: a.attempt, spec, slots: &slots, env };
+        match self.backend.launch(&req) {
+            Ok(_) => Ok(()),
+            Err(BackendError::Rejected(m)) => {
+                let now = self.now_ms();
+                self.store.end_attempt(&a.key, AttemptState::Failed, now, None, &m)?;
+                self.store.set_job_state(
+                    job.id,
+                    JobState::Failed,
+                    Some(&format!("rejected by the backend: {m}")),
+                    now,
+                )?;
+                Ok(())
+            }
+            // No capacity / transient: the intent stays; the next pass tries the same key again.
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// Whether an attempt may start now: inside the job's off-peak window, or outside it when
+    /// waiting for the next window would miss the deadline.
+    fn window_allows(&self, spec: &JobSpec, now_ms: i64) -> bool {
+        let Some(text) = &spec.window else { return true };
+        let Ok(window) = OffPeakWindow::parse(text) else { return true };
+        let Ok(now) = jiff::Timestamp::from_millisecond(now_ms) else { return true };
+        if window.seconds_inside(now, 1) == 1 {
+            return true;
+        }
+        match spec.deadline_at_ms {
+            Some(deadline) => {
+                // Seconds until the window opens, found by scanning forward a minute at a time.
+                let mut wait_s = 0u64;
+                while wait_s < 86_400 && window.seconds_inside(now, wait_s + 60) == 0 {
+                    wait_s += 60;
+                }
+                let needed_ms = (wait_s + spec.expected_runtime_s * 115 / 100) as i64 * 1000;
+                now_ms + needed_ms > deadline
+            }
+            None => false,
+        }
+    }
+
+    /// The store (for the CLI's read-only views).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+}
