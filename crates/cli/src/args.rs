@@ -93,6 +93,30 @@ pub(crate) struct LaunchArgs {
     /// Do not start the background controller (for tests and for a controller run elsewhere).
     #[arg(long, hide = true)]
     pub(crate) no_controller: bool,
+    /// Spot policy: gpubroker, uniform-progress, greedy or on-demand.
+    #[arg(long, default_value = "gpubroker")]
+    pub(crate) policy: String,
+    /// `--backend sim`: spot availability traces of the zones (files or directories).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) trace: Vec<PathBuf>,
+    /// `--backend sim`: hours of compute the simulated job needs.
+    #[arg(long)]
+    pub(crate) work_hours: Option<f64>,
+    /// `--backend sim`: on-demand price per hour.
+    #[arg(long, default_value_t = 3.06)]
+    pub(crate) on_demand_price: f64,
+    /// `--backend sim`: spot price per hour.
+    #[arg(long, default_value_t = 0.9731)]
+    pub(crate) spot_price: f64,
+    /// `--backend sim`: paid time without progress at each launch, hours.
+    #[arg(long, default_value_t = 0.2)]
+    pub(crate) changeover_hours: f64,
+    /// `--backend sim`: where in the traces the job starts, hours from their beginning.
+    #[arg(long, default_value_t = 0.0)]
+    pub(crate) start_offset_hours: f64,
+    /// `--backend sim`: print the simulated run as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

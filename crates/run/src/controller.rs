@@ -25,6 +25,7 @@ use gpubroker_core::{Clock, Decimal, OffPeakWindow};
 use gpubroker_ledger::{Attempt, AttemptState, Job, JobState, Store, StoreError};
 
 use crate::backend::{Backend, BackendError, Handle, LaunchRequest, Observed};
+use crate::policy::{JobState as PolicyJob, MarketView, Mode, Policy, ZoneStats};
 use crate::spec::JobSpec;
 
 /// Controller settings.
@@ -68,6 +69,8 @@ pub struct Controller {
     backend: Backend,
     clock: Clock,
     config: ControllerConfig,
+    /// What the controller has learned about each spot zone (for the policies).
+    zone_stats: std::cell::RefCell<HashMap<String, ZoneStats>>,
 }
 
 /// Money spent by an attempt so far, in its currency (per-second billing).
@@ -96,7 +99,7 @@ fn slots_of(placement: &str) -> Vec<u32> {
 impl Controller {
     /// A controller over `store` and `backend`.
     pub fn new(store: Store, backend: Backend, clock: Clock, config: ControllerConfig) -> Self {
-        Controller { store, backend, clock, config }
+        Controller { store, backend, clock, config, zone_stats: Default::default() }
     }
 
     fn now_ms(&self) -> i64 {
@@ -145,6 +148,13 @@ impl Controller {
                 *running_per_queue.entry(j.queue.clone()).or_default() += 1;
             }
         }
+        let market = self.backend.market(now);
+        if let Some((names, available)) = &market {
+            let mut stats = self.zone_stats.borrow_mut();
+            for (name, a) in names.iter().zip(available) {
+                stats.entry(name.clone()).or_default().observe(*a);
+            }
+        }
         for job in &jobs {
             let history = &attempts[&job.id];
             let spec: JobSpec = match serde_json::from_str(&job.spec) {
@@ -157,20 +167,29 @@ impl Controller {
             let last = history.last();
             if job.cancel_requested {
                 if let Some(a) = last.filter(|a| !a.state.is_over()) {
-                    self.backend.terminate(&Handle { key: a.key.clone() })?;
+                    self.backend.terminate(&Handle { key: a.key.clone() }, now)?;
                     self.store.end_attempt(&a.key, AttemptState::Terminated, now, None, "cancelled")?;
                 }
                 self.store.set_job_state(job.id, JobState::Cancelled, Some("cancelled by user"), now)?;
                 continue;
             }
-            match last {
-                Some(a) if !a.state.is_over() => {
-                    let obs = observed.get(&a.key).cloned().unwrap_or(Observed::Gone);
-                    self.follow(job, &spec, a, history, obs, now)?;
+            if let Some(a) = last.filter(|a| !a.state.is_over()) {
+                let obs = observed.get(&a.key).cloned().unwrap_or(Observed::Gone);
+                self.follow(job, &spec, a, history, obs, now)?;
+            }
+            let job_now = self.store.job(job.id)?;
+            if job_now.state.is_terminal() {
+                continue;
+            }
+            let history = self.store.attempts(job.id)?;
+            match (&market, spec.pricing == "spot") {
+                (Some((names, available)), true) => {
+                    self.drive_spot(&job_now, &spec, &history, names, available, now)?
                 }
-                _ => {
-                    self.maybe_launch(job, &spec, history, &mut used_slots, &mut running_per_queue, now)?;
+                _ if history.last().is_none_or(|a| a.state.is_over()) => {
+                    self.maybe_launch(&job_now, &spec, &history, &mut used_slots, &mut running_per_queue, now)?;
                 }
+                _ => {}
             }
         }
         Ok(self.store.jobs(true)?.len())
@@ -206,7 +225,7 @@ impl Controller {
                     }
                     let spent = job_cost(&current, now);
                     if spent >= budget {
-                        self.backend.terminate(&Handle { key: a.key.clone() })?;
+                        self.backend.terminate(&Handle { key: a.key.clone() }, now)?;
                         self.store.end_attempt(&a.key, AttemptState::Terminated, now, None, "over budget")?;
                         let msg = format!(
                             "stopped: spent {} {} of a {} {} budget",
@@ -339,6 +358,103 @@ impl Controller {
         self.launch_attempt(job, spec, &intent)
     }
 
+    /// Spot jobs on a backend with a spot market: the policy decides every pass between spot in
+    /// some zone, on-demand and waiting, with the deadline-aware fallback built into every policy.
+    fn drive_spot(
+        &self,
+        job: &Job,
+        spec: &JobSpec,
+        history: &[Attempt],
+        zones: &[String],
+        available: &[bool],
+        now: i64,
+    ) -> Result<(), ControllerError> {
+        let live = history.last().filter(|a| !a.state.is_over());
+        let mode = match live {
+            None => Mode::Idle,
+            Some(a) if a.pricing == "spot" => a
+                .placement
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("zone="))
+                .and_then(|z| zones.iter().position(|n| n == z))
+                .map(Mode::Spot)
+                .unwrap_or(Mode::Idle),
+            Some(_) => Mode::OnDemand,
+        };
+        let work_s = spec.expected_runtime_s as f64;
+        let elapsed_s = (now - job.submitted_at_ms) as f64 / 1000.0;
+        // Without a deadline, allow the job twice its length.
+        let deadline_s = spec.deadline_at_ms.map(|d| (d - job.submitted_at_ms) as f64 / 1000.0).unwrap_or(2.0 * work_s);
+        let done_s = self.backend.progress_s(job.id, now).unwrap_or(0.0);
+        let (tick_s, changeover_s) = self.backend.timing();
+        let stats: Vec<ZoneStats> = {
+            let all = self.zone_stats.borrow();
+            zones.iter().map(|z| all.get(z).copied().unwrap_or_default()).collect()
+        };
+        let od_price = Decimal::from_str(&spec.gpu_hour_price).unwrap_or(Decimal::ONE);
+        let spot_price = spec.spot_hour_price.as_deref().and_then(|p| Decimal::from_str(p).ok()).unwrap_or(od_price);
+        let ratio =
+            if spot_price > Decimal::ZERO { (od_price / spot_price).to_string().parse().unwrap_or(3.0) } else { 3.0 };
+        let policy = Policy::parse(&spec.policy).unwrap_or(Policy::GPUBROKER);
+        let state = PolicyJob { work_s, done_s, elapsed_s, deadline_s, changeover_s, mode };
+        let market = MarketView { available, stats: &stats, price_ratio: ratio, tick_s };
+        let mut decision = policy.decide(&state, &market);
+        if let Mode::Spot(z) = decision
+            && !available.get(z).copied().unwrap_or(false)
+        {
+            decision = Mode::Idle;
+        }
+        if decision == mode {
+            return Ok(());
+        }
+        let describe = |m: Mode| match m {
+            Mode::Idle => "wait".to_string(),
+            Mode::OnDemand => "on-demand".to_string(),
+            Mode::Spot(z) => format!("spot in {}", zones[z]),
+        };
+        if let Some(a) = live {
+            self.backend.terminate(&Handle { key: a.key.clone() }, now)?;
+            self.store.end_attempt(
+                &a.key,
+                AttemptState::Terminated,
+                now,
+                None,
+                &format!("policy {}: {}", policy.name(), describe(decision)),
+            )?;
+        }
+        let (placement, pricing, price) = match decision {
+            Mode::Idle => {
+                self.store.set_job_state(
+                    job.id,
+                    JobState::Recovering,
+                    Some(&format!("policy {}: waiting for spot", policy.name())),
+                    now,
+                )?;
+                return Ok(());
+            }
+            Mode::OnDemand => (format!("{} on_demand", self.backend.name()), "on_demand", od_price),
+            Mode::Spot(z) => (format!("{} zone={} spot", self.backend.name(), zones[z]), "spot", spot_price),
+        };
+        let attempt_no = history.last().map(|a| a.attempt + 1).unwrap_or(1);
+        let intent = self.store.record_launch_intent(
+            job.id,
+            attempt_no,
+            self.backend.name(),
+            &placement,
+            pricing,
+            &price.normalize().to_string(),
+            &spec.currency,
+            now,
+        )?;
+        self.store.log(
+            job.id,
+            now,
+            "policy",
+            &format!("{}: {} (slack {:.2} h)", policy.name(), describe(decision), state.slack_s() / 3600.0),
+        )?;
+        self.launch_attempt(job, spec, &intent)
+    }
+
     fn launch_attempt(&self, job: &Job, spec: &JobSpec, a: &Attempt) -> Result<(), ControllerError> {
         let mut env = BTreeMap::new();
         let checkpoint_dir =
@@ -348,7 +464,16 @@ impl Controller {
         env.insert("GPUBROKER_JOB_ID".to_string(), job.id.to_string());
         env.insert("GPUBROKER_JOB_NAME".to_string(), job.name.clone());
         let slots = slots_of(&a.placement);
-        let req = LaunchRequest { key: &a.key, job_id: job.id, attempt: a.attempt, spec, slots: &slots, env };
+        let req = LaunchRequest {
+            key: &a.key,
+            job_id: job.id,
+            attempt: a.attempt,
+            spec,
+            slots: &slots,
+            placement: &a.placement,
+            now_ms: self.now_ms(),
+            env,
+        };
         match self.backend.launch(&req) {
             Ok(_) => Ok(()),
             Err(BackendError::Rejected(m)) => {

@@ -43,6 +43,17 @@ pub struct JobSpec {
     /// Off-peak window (`01:00-08:00 Asia/Shanghai`): start attempts only inside it, unless the
     /// deadline needs more time.
     pub window: Option<String>,
-    /// Estimated run time in seconds (for the window's deadline check); unknown = 0.
+    /// Estimated run time in seconds (the window's deadline check; the work of a simulated job).
     pub expected_runtime_s: u64,
+    /// Spot price per hour of the whole placement, where the backend has a spot market.
+    #[serde(default)]
+    pub spot_hour_price: Option<String>,
+    /// Spot policy (`gpubroker`, `uniform-progress`, `greedy`, `on-demand`) for spot jobs on
+    /// backends with a spot market.
+    #[serde(default = "default_policy")]
+    pub policy: String,
+}
+
+fn default_policy() -> String {
+    "gpubroker".to_string()
 }

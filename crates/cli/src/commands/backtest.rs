@@ -80,7 +80,7 @@ pub(crate) fn backtest(args: &BacktestArgs, out: &mut impl Write) -> Result<Exit
 }
 
 /// Trace files, with directories expanded to the `.json` and `.txt` files inside (sorted).
-fn read_traces(paths: &[PathBuf]) -> Result<Vec<SpotTrace>> {
+pub(crate) fn read_traces(paths: &[PathBuf]) -> Result<Vec<SpotTrace>> {
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {

@@ -121,6 +121,9 @@ pub(crate) fn launch(ctx: &Context, args: &LaunchArgs, out: &mut impl Write) -> 
     let Some(run) = task.run.clone().filter(|r| !r.trim().is_empty()) else {
         bail!("{}: the task has no `run` commands to launch", args.task.display());
     };
+    if args.backend == "sim" {
+        return simulate(ctx, args, &task, run, out);
+    }
     let home = home()?;
     let backend = backend(&home, &args.backend)?;
     let now = now_ms(&ctx.clock);
@@ -178,6 +181,8 @@ pub(crate) fn launch(ctx: &Context, args: &LaunchArgs, out: &mut impl Write) -> 
         checkpoint_dir: None,
         window: args.window.clone(),
         expected_runtime_s: 0,
+        spot_hour_price: None,
+        policy: args.policy.clone(),
     };
     let id = store.submit(&task.name, &serde_json::to_string(&spec)?, &args.queue, args.priority, now)?;
     if !args.no_controller {
@@ -193,6 +198,203 @@ pub(crate) fn launch(ctx: &Context, args: &LaunchArgs, out: &mut impl Write) -> 
         backend.name()
     )?;
     Ok(ExitStatus::Success)
+}
+
+#[derive(Serialize)]
+struct SimRun {
+    policy: String,
+    job_hours: f64,
+    deadline_hours: f64,
+    finished_hours: f64,
+    met_deadline: bool,
+    state: String,
+    cost: Decimal,
+    on_demand_only_cost: Decimal,
+    spot_hours: f64,
+    on_demand_hours: f64,
+    attempts: Vec<AttemptRow>,
+}
+
+/// `gpubroker launch --backend sim`: the real controller, on the simulated cloud and a
+/// simulated clock, in this process; prints what happened.
+fn simulate(
+    ctx: &Context,
+    args: &LaunchArgs,
+    task: &gpubroker_plan::Task,
+    run: String,
+    out: &mut impl Write,
+) -> Result<ExitStatus> {
+    use gpubroker_run::backend::SimZone;
+    if args.trace.is_empty() {
+        bail!("`--backend sim` needs `--trace FILE[,FILE...]` (spot availability of each zone)");
+    }
+    let work_h = args
+        .work_hours
+        .ok_or_else(|| anyhow!("`--backend sim` needs `--work-hours H` (the simulated job's compute)"))?;
+    if !(work_h > 0.0 && work_h < 24.0 * 365.0) {
+        bail!("`--work-hours {work_h}` must be between 0 and 8760");
+    }
+    let policy = gpubroker_run::Policy::parse(&args.policy).ok_or_else(|| {
+        anyhow!("unknown policy `{}`: expected gpubroker, uniform-progress, greedy or on-demand", args.policy)
+    })?;
+    let traces = super::backtest::read_traces(&args.trace)?;
+    let tick_s = traces[0].gap_s;
+    if let Some(t) = traces.iter().find(|t| t.gap_s != tick_s) {
+        bail!(
+            "all traces must share one tick length: {} has {} s, {} has {} s",
+            traces[0].name,
+            tick_s,
+            t.name,
+            t.gap_s
+        );
+    }
+    let start = ctx.clock.now();
+    let start_ms = start.as_millisecond();
+    let trace_start_ms = start_ms - (args.start_offset_hours * 3_600_000.0) as i64;
+    let zones: Vec<SimZone> =
+        traces.iter().map(|t| SimZone { name: t.name.clone(), available: t.available(1) }).collect();
+    let backend = Backend::build(&BackendConfig::Sim {
+        zones,
+        tick_s,
+        start_ms: trace_start_ms,
+        changeover_s: args.changeover_hours * 3600.0,
+    })?;
+    let deadline_s = match &args.deadline {
+        Some(text) => parse_duration_s(text).map_err(|e| anyhow!("`--deadline`: {e}"))?,
+        None => task.deadline_s.unwrap_or((work_h * 2.0 * 3600.0) as u64),
+    };
+    let dir = tempfile_dir()?;
+    let store = Store::open(&dir.join("sim.db"))?;
+    let spec = JobSpec {
+        name: task.name.clone(),
+        setup: None,
+        run,
+        envs: Default::default(),
+        workdir: dir.clone(),
+        gpus: 0,
+        backend: "sim".into(),
+        pricing: if args.on_demand { "on_demand" } else { "spot" }.into(),
+        gpu_hour_price: args.on_demand_price.to_string(),
+        currency: "USD".into(),
+        deadline_at_ms: Some(start_ms + deadline_s as i64 * 1000),
+        budget: None,
+        recovery: RecoveryStrategy::SameZone,
+        max_recoveries: u32::MAX,
+        max_retries: 0,
+        checkpoint_dir: Some(dir.join("checkpoint")),
+        window: None,
+        expected_runtime_s: (work_h * 3600.0).round() as u64,
+        spot_hour_price: Some(args.spot_price.to_string()),
+        policy: policy.name().into(),
+    };
+    let id = store.submit(&task.name, &serde_json::to_string(&spec)?, "sim", 0, start_ms)?;
+    let (clock, time) = Clock::simulated(start);
+    let config = ControllerConfig {
+        poll_interval: Duration::ZERO,
+        max_running_per_queue: 0,
+        idle_exit: None,
+        checkpoint_root: dir.join("checkpoints"),
+    };
+    let controller = Controller::new(store, backend, clock, config);
+    let tick_ms = i64::from(tick_s) * 1000;
+    let limit_ms = start_ms + (deadline_s as i64 + (work_h * 7200.0) as i64) * 1000 + 10 * tick_ms;
+    loop {
+        controller.step()?;
+        let job = controller.store().job(id)?;
+        if job.state.is_terminal() || time.load(std::sync::atomic::Ordering::SeqCst) > limit_ms {
+            break;
+        }
+        time.fetch_add(tick_ms, std::sync::atomic::Ordering::SeqCst);
+    }
+    let store = controller.store();
+    let job = store.job(id)?;
+    let end_ms = time.load(std::sync::atomic::Ordering::SeqCst);
+    let attempts = store.attempts(id)?;
+    let hours_on = |pricing: &str| {
+        attempts
+            .iter()
+            .filter(|a| a.pricing == pricing)
+            .map(|a| (a.ended_at_ms.unwrap_or(end_ms) - a.started_at_ms.unwrap_or(a.intent_at_ms)) as f64 / 3_600_000.0)
+            .sum::<f64>()
+    };
+    let finished_ms = attempts.iter().filter_map(|a| a.ended_at_ms).max().unwrap_or(end_ms);
+    let finished_hours = (finished_ms - start_ms) as f64 / 3_600_000.0;
+    let report = SimRun {
+        policy: policy.name().into(),
+        job_hours: work_h,
+        deadline_hours: deadline_s as f64 / 3600.0,
+        finished_hours,
+        met_deadline: job.state == JobState::Succeeded && finished_hours <= deadline_s as f64 / 3600.0 + 1e-9,
+        state: job.state.to_string(),
+        cost: job_cost(&attempts, end_ms).round_dp(6),
+        on_demand_only_cost: (Decimal::try_from(args.on_demand_price).unwrap_or_default()
+            * Decimal::try_from(work_h + args.changeover_hours).unwrap_or_default())
+        .round_dp(6),
+        spot_hours: hours_on("spot"),
+        on_demand_hours: hours_on("on_demand"),
+        attempts: attempts
+            .iter()
+            .map(|a| AttemptRow {
+                attempt: a.attempt,
+                key: a.key.clone(),
+                backend: a.backend.clone(),
+                placement: a.placement.clone(),
+                pricing: a.pricing.clone(),
+                hourly_price: a.hourly_price.clone(),
+                currency: a.currency.clone(),
+                state: a.state.as_str().to_string(),
+                launched_at: time_text(a.intent_at_ms),
+                started_at: a.started_at_ms.map(time_text),
+                ended_at: a.ended_at_ms.map(time_text),
+                exit_code: a.exit_code,
+                reason: a.reason.clone(),
+                cost: attempt_cost(a, end_ms).round_dp(6),
+            })
+            .collect(),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    if args.json {
+        write_json(out, &report)?;
+    } else {
+        writeln!(
+            out,
+            "simulated `{}` with policy {}: {} after {:.1} h (deadline {:.1} h); cost {:.2} USD vs {:.2} USD all on-demand; {:.1} h spot, {:.1} h on-demand, {} attempts",
+            task.name,
+            report.policy,
+            report.state,
+            report.finished_hours,
+            report.deadline_hours,
+            report.cost,
+            report.on_demand_only_cost,
+            report.spot_hours.max(0.0),
+            report.on_demand_hours.max(0.0),
+            report.attempts.len()
+        )?;
+        let mut t = table(&["attempt", "placement", "state", "started", "ended", "reason", "cost"]);
+        for a in &report.attempts {
+            t.add_row(vec![
+                Cell::new(a.attempt),
+                Cell::new(&a.placement),
+                Cell::new(&a.state),
+                Cell::new(a.started_at.as_deref().unwrap_or("-")),
+                Cell::new(a.ended_at.as_deref().unwrap_or("-")),
+                Cell::new(a.reason.as_deref().unwrap_or("")),
+                Cell::new(format!("{:.4}", a.cost)),
+            ]);
+        }
+        writeln!(out, "{t}")?;
+    }
+    Ok(if report.met_deadline { ExitStatus::Success } else { ExitStatus::Failure })
+}
+
+fn tempfile_dir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!(
+        "gpubroker-sim-{}-{}",
+        std::process::id(),
+        Clock::System.now().as_nanosecond()
+    ));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
 }
 
 #[derive(Serialize)]

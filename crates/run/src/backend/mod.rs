@@ -12,11 +12,13 @@
 //! attempts again.
 
 mod local;
+mod sim;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use local::LocalBackend;
+pub use sim::{SimBackend, SimZone};
 
 use crate::spec::JobSpec;
 
@@ -29,6 +31,17 @@ pub enum BackendConfig {
         root: PathBuf,
         /// GPU slots (real GPUs, or declared virtual ones).
         slots: u32,
+    },
+    /// The simulated cloud (trace-driven spot capacity, simulated time).
+    Sim {
+        /// Zones and their availability per tick.
+        zones: Vec<SimZone>,
+        /// Seconds per trace tick.
+        tick_s: u32,
+        /// Simulated time of tick 0, Unix ms.
+        start_ms: i64,
+        /// Paid time without progress at each launch, seconds.
+        changeover_s: f64,
     },
 }
 
@@ -59,6 +72,10 @@ pub struct LaunchRequest<'a> {
     pub spec: &'a JobSpec,
     /// GPU slots assigned (local backend).
     pub slots: &'a [u32],
+    /// The placement recorded in the intent (`sim zone=us-west-2a spot`, `local slots=0`).
+    pub placement: &'a str,
+    /// The controller's clock, Unix ms (the simulated cloud runs on it).
+    pub now_ms: i64,
     /// Extra environment for this attempt.
     pub env: BTreeMap<String, String>,
 }
@@ -101,6 +118,8 @@ pub enum Observed {
 pub enum Backend {
     /// This machine.
     Local(LocalBackend),
+    /// The simulated cloud.
+    Sim(SimBackend),
 }
 
 impl Backend {
@@ -108,6 +127,9 @@ impl Backend {
     pub fn build(config: &BackendConfig) -> Result<Backend, BackendError> {
         match config {
             BackendConfig::Local { root, slots } => Ok(Backend::Local(LocalBackend::new(root.clone(), *slots)?)),
+            BackendConfig::Sim { zones, tick_s, start_ms, changeover_s } => {
+                Ok(Backend::Sim(SimBackend::new(zones.clone(), *tick_s, *start_ms, *changeover_s)?))
+            }
         }
     }
 
@@ -115,6 +137,7 @@ impl Backend {
     pub fn name(&self) -> &'static str {
         match self {
             Backend::Local(_) => "local",
+            Backend::Sim(_) => "sim",
         }
     }
 
@@ -122,6 +145,7 @@ impl Backend {
     pub fn slots(&self) -> u32 {
         match self {
             Backend::Local(b) => b.slots(),
+            Backend::Sim(_) => 0,
         }
     }
 
@@ -129,6 +153,7 @@ impl Backend {
     pub fn launch(&self, req: &LaunchRequest<'_>) -> Result<Handle, BackendError> {
         match self {
             Backend::Local(b) => b.launch(req),
+            Backend::Sim(b) => b.launch(req, req.now_ms),
         }
     }
 
@@ -136,13 +161,18 @@ impl Backend {
     pub fn poll(&self, handles: &[Handle], now_ms: i64) -> Result<Vec<Observed>, BackendError> {
         match self {
             Backend::Local(b) => Ok(handles.iter().map(|h| b.observe(h, now_ms)).collect()),
+            Backend::Sim(b) => Ok(handles.iter().map(|h| b.observe(h, now_ms)).collect()),
         }
     }
 
     /// Stops an attempt; a gone attempt is fine.
-    pub fn terminate(&self, handle: &Handle) -> Result<(), BackendError> {
+    pub fn terminate(&self, handle: &Handle, now_ms: i64) -> Result<(), BackendError> {
         match self {
             Backend::Local(b) => b.terminate(handle),
+            Backend::Sim(b) => {
+                b.terminate(handle, now_ms);
+                Ok(())
+            }
         }
     }
 
@@ -150,6 +180,7 @@ impl Backend {
     pub fn check(&self) -> Result<(), BackendError> {
         match self {
             Backend::Local(b) => b.check(),
+            Backend::Sim(_) => Ok(()),
         }
     }
 
@@ -157,6 +188,7 @@ impl Backend {
     pub fn log_path(&self, key: &str) -> Option<PathBuf> {
         match self {
             Backend::Local(b) => Some(b.dir(key).join("log")),
+            Backend::Sim(_) => None,
         }
     }
 
@@ -164,6 +196,31 @@ impl Backend {
     pub fn pid(&self, key: &str) -> Option<u32> {
         match self {
             Backend::Local(b) => b.pid(key),
+            Backend::Sim(_) => None,
+        }
+    }
+
+    /// Spot zones and their availability now, for backends with a spot market.
+    pub fn market(&self, now_ms: i64) -> Option<(Vec<String>, Vec<bool>)> {
+        match self {
+            Backend::Local(_) => None,
+            Backend::Sim(b) => Some((b.zone_names(), b.market(now_ms))),
+        }
+    }
+
+    /// Work a job has done, seconds, where the backend can tell (simulated jobs).
+    pub fn progress_s(&self, job_id: i64, now_ms: i64) -> Option<f64> {
+        match self {
+            Backend::Local(_) => None,
+            Backend::Sim(b) => Some(b.progress_s(job_id, now_ms)),
+        }
+    }
+
+    /// Seconds between market observations, and the changeover of a launch.
+    pub fn timing(&self) -> (f64, f64) {
+        match self {
+            Backend::Local(_) => (1.0, 0.0),
+            Backend::Sim(b) => (b.tick_s(), b.changeover_s()),
         }
     }
 }
