@@ -19,6 +19,8 @@ pub(crate) mod env_vars {
     pub(crate) const GPUBROKER_LOCAL_GPU_HOUR_PRICE: &str = "GPUBROKER_LOCAL_GPU_HOUR_PRICE";
     /// Controller poll interval in ms (default 500).
     pub(crate) const GPUBROKER_POLL_MS: &str = "GPUBROKER_POLL_MS";
+    /// Attempts running at once per queue: `default=2,batch=1` (default: no limit).
+    pub(crate) const GPUBROKER_QUEUE_LIMITS: &str = "GPUBROKER_QUEUE_LIMITS";
     /// Seconds the controller waits with nothing to do before exiting (default 60).
     pub(crate) const GPUBROKER_CONTROLLER_IDLE_S: &str = "GPUBROKER_CONTROLLER_IDLE_S";
 }

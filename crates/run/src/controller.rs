@@ -33,8 +33,10 @@ use crate::spec::JobSpec;
 pub struct ControllerConfig {
     /// Time between passes.
     pub poll_interval: Duration,
-    /// Attempts running at once per queue (0 = no limit).
+    /// Attempts running at once per queue, for queues not in `queue_limits` (0 = no limit).
     pub max_running_per_queue: u32,
+    /// Attempts running at once in named queues.
+    pub queue_limits: BTreeMap<String, u32>,
     /// Exit after this long with nothing to do (`None` = never).
     pub idle_exit: Option<Duration>,
     /// Where jobs without their own checkpoint directory keep one (`<root>/<job id>`).
@@ -46,6 +48,7 @@ impl Default for ControllerConfig {
         ControllerConfig {
             poll_interval: Duration::from_millis(500),
             max_running_per_queue: 0,
+            queue_limits: BTreeMap::new(),
             idle_exit: Some(Duration::from_secs(60)),
             checkpoint_root: std::env::temp_dir().join("gpubroker-checkpoints"),
         }
@@ -318,11 +321,11 @@ impl Controller {
             self.store.set_job_state(job.id, JobState::Failed, Some("stopped: budget spent"), now)?;
             return Ok(());
         }
-        let limit = self.config.max_running_per_queue;
+        let limit = self.config.queue_limits.get(&job.queue).copied().unwrap_or(self.config.max_running_per_queue);
         if limit > 0 && running_per_queue.get(&job.queue).copied().unwrap_or(0) >= limit {
             return Ok(());
         }
-        if !self.window_allows(spec, now) {
+        if !window_allows(spec, now) {
             return Ok(());
         }
         // GPU slots: the lowest free ones.
@@ -492,31 +495,98 @@ impl Controller {
         }
     }
 
-    /// Whether an attempt may start now: inside the job's off-peak window, or outside it when
-    /// waiting for the next window would miss the deadline.
-    fn window_allows(&self, spec: &JobSpec, now_ms: i64) -> bool {
-        let Some(text) = &spec.window else { return true };
-        let Ok(window) = OffPeakWindow::parse(text) else { return true };
-        let Ok(now) = jiff::Timestamp::from_millisecond(now_ms) else { return true };
-        if window.seconds_inside(now, 1) == 1 {
-            return true;
-        }
-        match spec.deadline_at_ms {
-            Some(deadline) => {
-                // Seconds until the window opens, found by scanning forward a minute at a time.
-                let mut wait_s = 0u64;
-                while wait_s < 86_400 && window.seconds_inside(now, wait_s + 60) == 0 {
-                    wait_s += 60;
-                }
-                let needed_ms = (wait_s + spec.expected_runtime_s * 115 / 100) as i64 * 1000;
-                now_ms + needed_ms > deadline
-            }
-            None => false,
-        }
-    }
-
     /// The store (for the CLI's read-only views).
     pub fn store(&self) -> &Store {
         &self.store
+    }
+}
+
+/// Whether an attempt may start now: inside the job's off-peak window, or outside it when
+/// waiting for the next window would miss the deadline.
+pub fn window_allows(spec: &JobSpec, now_ms: i64) -> bool {
+    let Some(text) = &spec.window else { return true };
+    let Ok(window) = OffPeakWindow::parse(text) else { return true };
+    let Ok(now) = jiff::Timestamp::from_millisecond(now_ms) else { return true };
+    if window.seconds_inside(now, 1) == 1 {
+        return true;
+    }
+    match spec.deadline_at_ms {
+        Some(deadline) => {
+            // Seconds until the window opens, found by scanning forward a minute at a time.
+            let mut wait_s = 0u64;
+            while wait_s < 86_400 && window.seconds_inside(now, wait_s + 60) == 0 {
+                wait_s += 60;
+            }
+            let needed_ms = (wait_s + spec.expected_runtime_s * 115 / 100) as i64 * 1000;
+            now_ms + needed_ms > deadline
+        }
+        None => false,
+    }
+}
+
+/// Parses queue limits written `default=2,batch=1`.
+pub fn parse_queue_limits(text: &str) -> Result<BTreeMap<String, u32>, String> {
+    let mut out = BTreeMap::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (q, n) = part.split_once('=').ok_or_else(|| format!("`{part}`: expected QUEUE=LIMIT"))?;
+        let n: u32 = n.trim().parse().map_err(|_| format!("`{part}`: the limit must be a whole number"))?;
+        out.insert(q.trim().to_string(), n);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recovery::RecoveryStrategy;
+
+    fn spec(window: Option<&str>, deadline_at_ms: Option<i64>, runtime_s: u64) -> JobSpec {
+        JobSpec {
+            name: "w".into(),
+            setup: None,
+            run: "true".into(),
+            envs: Default::default(),
+            workdir: ".".into(),
+            gpus: 0,
+            backend: "local".into(),
+            pricing: "on_demand".into(),
+            gpu_hour_price: "1".into(),
+            currency: "USD".into(),
+            deadline_at_ms,
+            budget: None,
+            recovery: RecoveryStrategy::SameZone,
+            max_recoveries: 0,
+            max_retries: 0,
+            checkpoint_dir: None,
+            window: window.map(String::from),
+            expected_runtime_s: runtime_s,
+            spot_hour_price: None,
+            policy: "gpubroker".into(),
+        }
+    }
+
+    fn at(s: &str) -> i64 {
+        s.parse::<jiff::Timestamp>().unwrap().as_millisecond()
+    }
+
+    #[test]
+    fn off_peak_window_waits_unless_the_deadline_needs_more() {
+        let window = Some("01:00-08:00 UTC");
+        // Inside the window: start.
+        assert!(window_allows(&spec(window, None, 3600), at("2026-11-29T02:00:00Z")));
+        // Outside, no deadline: wait for the window.
+        assert!(!window_allows(&spec(window, None, 3600), at("2026-11-29T12:00:00Z")));
+        // Outside, deadline far away: wait.
+        assert!(!window_allows(&spec(window, Some(at("2026-12-01T00:00:00Z")), 3600), at("2026-11-29T12:00:00Z")));
+        // Outside, but waiting 13 h for the window plus 10 h of work would miss a deadline 20 h away: start now.
+        assert!(window_allows(&spec(window, Some(at("2026-11-30T08:00:00Z")), 36_000), at("2026-11-29T12:00:00Z")));
+    }
+
+    #[test]
+    fn queue_limits_parse() {
+        let l = parse_queue_limits("default=2, batch=1").unwrap();
+        assert_eq!(l.get("batch"), Some(&1));
+        assert!(parse_queue_limits("batch").is_err());
+        assert!(parse_queue_limits("batch=x").is_err());
     }
 }

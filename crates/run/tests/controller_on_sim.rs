@@ -67,6 +67,7 @@ fn controller_cost(policy: Policy, avail: &[bool], start_tick: usize, cfg: &Back
     let config = ControllerConfig {
         poll_interval: Duration::ZERO,
         max_running_per_queue: 0,
+        queue_limits: Default::default(),
         idle_exit: None,
         checkpoint_root: dir.path().into(),
     };

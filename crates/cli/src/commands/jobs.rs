@@ -107,6 +107,10 @@ pub(crate) fn controller() -> Result<ExitStatus> {
     let config = ControllerConfig {
         poll_interval: Duration::from_millis(env_u64(env_vars::GPUBROKER_POLL_MS, 500)),
         max_running_per_queue: 0,
+        queue_limits: gpubroker_run::controller::parse_queue_limits(
+            &std::env::var(env_vars::GPUBROKER_QUEUE_LIMITS).unwrap_or_default(),
+        )
+        .map_err(|e| anyhow!("{}: {e}", env_vars::GPUBROKER_QUEUE_LIMITS))?,
         idle_exit: Some(Duration::from_secs(env_u64(env_vars::GPUBROKER_CONTROLLER_IDLE_S, 60))),
         checkpoint_root: home.join("checkpoints"),
     };
@@ -292,6 +296,7 @@ fn simulate(
     let config = ControllerConfig {
         poll_interval: Duration::ZERO,
         max_running_per_queue: 0,
+        queue_limits: Default::default(),
         idle_exit: None,
         checkpoint_root: dir.join("checkpoints"),
     };

@@ -109,3 +109,43 @@ fn backtest_bad_input() {
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("unknown policy `yolo`"), "{}", out.stderr);
 }
+
+/// `launch --backend sim`: the real controller on the simulated cloud, faster than real time.
+#[test]
+fn launch_on_the_simulated_cloud() {
+    let Some(shared) = shared() else {
+        eprintln!("skipped: ../shared not present");
+        return;
+    };
+    let trace = shared.join("data/spot-traces/availability/1-node/aws-10-26-2022/us-west-2a_v100_1.json");
+    let (_d, task) = temp_file("t.yaml", "name: sim-job\nrun: python train.py\n");
+    let home = tempfile::tempdir().expect("home");
+    let mut reports = Vec::new();
+    for policy in ["on-demand", "gpubroker"] {
+        let started = std::time::Instant::now();
+        let r = json(gpubroker().env("GPUBROKER_HOME", home.path()).args([
+            "launch",
+            task.to_str().expect("p"),
+            "--backend",
+            "sim",
+            "--trace",
+            trace.to_str().expect("p"),
+            "--work-hours",
+            "48",
+            "--deadline",
+            "60h",
+            "--policy",
+            policy,
+            "--start-offset-hours",
+            "100",
+            "--json",
+        ]));
+        assert!(started.elapsed().as_secs_f64() < 5.0, "a 48 h job simulates in seconds");
+        assert_eq!(r["state"], "SUCCEEDED", "{r}");
+        assert_eq!(r["met_deadline"], true, "{r}");
+        reports.push(r);
+    }
+    let (od, gb) = (&reports[0], &reports[1]);
+    assert!(crate::common::dec(&gb["cost"]) < crate::common::dec(&od["cost"]), "spot policy should save money here");
+    assert!(gb["attempts"].as_array().expect("attempts").iter().any(|a| a["pricing"] == "spot"));
+}

@@ -216,3 +216,27 @@ fn controller_survives_kill_9_and_runs_every_job_exactly_once() {
         assert_eq!((starts, dones), (1, 1), "job{i}: {journal:?}");
     }
 }
+
+/// A queue limited to one running attempt runs its jobs one at a time, highest priority first.
+#[test]
+fn queue_limit_and_priority_order() {
+    let f = Fixture::new();
+    let low = f.launch(&f.task("low", 3, "0.05"), &["--no-controller", "--queue", "batch", "--priority", "1"]);
+    let high = f.launch(&f.task("high", 3, "0.05"), &["--no-controller", "--queue", "batch", "--priority", "5"]);
+    let mid = f.launch(&f.task("mid", 3, "0.05"), &["--no-controller", "--queue", "batch", "--priority", "3"]);
+    let mut controller = f
+        .cmd()
+        .env("GPUBROKER_QUEUE_LIMITS", "batch=1")
+        .arg("controller")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("controller");
+    for id in [low, high, mid] {
+        f.wait_state(id, &["SUCCEEDED"], Duration::from_secs(30));
+    }
+    let _ = controller.kill();
+    let _ = controller.wait();
+    let order: Vec<String> = f.journal_lines().into_iter().collect();
+    assert_eq!(order, ["start high 1", "done high", "start mid 1", "done mid", "start low 1", "done low"], "{order:?}");
+}
