@@ -26,6 +26,7 @@ use gpubroker_ledger::{Attempt, AttemptState, Job, JobState, Store, StoreError};
 
 use crate::backend::{Backend, BackendError, Handle, LaunchRequest, Observed};
 use crate::policy::{JobState as PolicyJob, MarketView, Mode, Policy, ZoneStats};
+use crate::recovery::RecoveryStrategy;
 use crate::spec::JobSpec;
 
 /// Controller settings.
@@ -402,6 +403,7 @@ impl Controller {
         let state = PolicyJob { work_s, done_s, elapsed_s, deadline_s, changeover_s, mode };
         let market = MarketView { available, stats: &stats, price_ratio: ratio, tick_s };
         let mut decision = policy.decide(&state, &market);
+        decision = apply_recovery(spec.recovery, history, zones, available, mode, decision);
         if let Mode::Spot(z) = decision
             && !available.get(z).copied().unwrap_or(false)
         {
@@ -524,6 +526,43 @@ pub fn window_allows(spec: &JobSpec, now_ms: i64) -> bool {
     }
 }
 
+/// Applies the task's recovery strategy to a policy's decision right after a preemption (no
+/// live attempt, the last one preempted): `same_zone` returns to the zone that was lost when it
+/// is back, `next_cheapest` moves to another zone (or on-demand if none has capacity), and
+/// `on_demand` stays on on-demand for the rest of the job.
+pub fn apply_recovery(
+    strategy: RecoveryStrategy,
+    history: &[Attempt],
+    zones: &[String],
+    available: &[bool],
+    mode: Mode,
+    decision: Mode,
+) -> Mode {
+    let preempted_zone = history.iter().rev().find(|a| a.state == AttemptState::Preempted).and_then(|a| {
+        a.placement
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("zone="))
+            .and_then(|z| zones.iter().position(|n| n == z))
+    });
+    let Some(lost) = preempted_zone else { return decision };
+    if strategy == RecoveryStrategy::OnDemand {
+        return Mode::OnDemand;
+    }
+    let just_lost = history.last().is_some_and(|a| a.state == AttemptState::Preempted) && mode == Mode::Idle;
+    match (strategy, decision) {
+        (RecoveryStrategy::SameZone, Mode::Spot(_)) if just_lost && available.get(lost).copied().unwrap_or(false) => {
+            Mode::Spot(lost)
+        }
+        (RecoveryStrategy::NextCheapest, Mode::Spot(z)) if just_lost && z == lost => {
+            match available.iter().enumerate().find(|(i, a)| **a && *i != lost) {
+                Some((other, _)) => Mode::Spot(other),
+                None => Mode::OnDemand,
+            }
+        }
+        _ => decision,
+    }
+}
+
 /// Parses queue limits written `default=2,batch=1`.
 pub fn parse_queue_limits(text: &str) -> Result<BTreeMap<String, u32>, String> {
     let mut out = BTreeMap::new();
@@ -538,7 +577,6 @@ pub fn parse_queue_limits(text: &str) -> Result<BTreeMap<String, u32>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recovery::RecoveryStrategy;
 
     fn spec(window: Option<&str>, deadline_at_ms: Option<i64>, runtime_s: u64) -> JobSpec {
         JobSpec {
@@ -580,6 +618,79 @@ mod tests {
         assert!(!window_allows(&spec(window, Some(at("2026-12-01T00:00:00Z")), 3600), at("2026-11-29T12:00:00Z")));
         // Outside, but waiting 13 h for the window plus 10 h of work would miss a deadline 20 h away: start now.
         assert!(window_allows(&spec(window, Some(at("2026-11-30T08:00:00Z")), 36_000), at("2026-11-29T12:00:00Z")));
+    }
+
+    fn attempt(n: i64, placement: &str, state: AttemptState) -> Attempt {
+        Attempt {
+            id: n,
+            job_id: 1,
+            attempt: n,
+            key: format!("1-{n}"),
+            backend: "sim".into(),
+            placement: placement.into(),
+            pricing: "spot".into(),
+            hourly_price: "1".into(),
+            currency: "USD".into(),
+            state,
+            intent_at_ms: 0,
+            started_at_ms: Some(0),
+            ended_at_ms: Some(1),
+            exit_code: None,
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn recovery_strategies_steer_the_relaunch() {
+        let zones = vec!["a".to_string(), "b".to_string(), "c".to_string()];
+        let history = [attempt(1, "sim zone=a spot", AttemptState::Preempted)];
+        let all = [true, true, true];
+        // The policy wants zone b; same_zone goes back to a, next_cheapest keeps b, on_demand overrides.
+        assert_eq!(
+            apply_recovery(RecoveryStrategy::SameZone, &history, &zones, &all, Mode::Idle, Mode::Spot(1)),
+            Mode::Spot(0)
+        );
+        assert_eq!(
+            apply_recovery(RecoveryStrategy::NextCheapest, &history, &zones, &all, Mode::Idle, Mode::Spot(1)),
+            Mode::Spot(1)
+        );
+        assert_eq!(
+            apply_recovery(RecoveryStrategy::OnDemand, &history, &zones, &all, Mode::Idle, Mode::Spot(1)),
+            Mode::OnDemand
+        );
+        // The policy wants a again: next_cheapest moves elsewhere.
+        assert_eq!(
+            apply_recovery(RecoveryStrategy::NextCheapest, &history, &zones, &all, Mode::Idle, Mode::Spot(0)),
+            Mode::Spot(1)
+        );
+        assert_eq!(
+            apply_recovery(
+                RecoveryStrategy::NextCheapest,
+                &history,
+                &zones,
+                &[true, false, false],
+                Mode::Idle,
+                Mode::Spot(0)
+            ),
+            Mode::OnDemand
+        );
+        // Same zone not back yet: the policy's choice stands.
+        assert_eq!(
+            apply_recovery(
+                RecoveryStrategy::SameZone,
+                &history,
+                &zones,
+                &[false, true, true],
+                Mode::Idle,
+                Mode::Spot(1)
+            ),
+            Mode::Spot(1)
+        );
+        // No preemption yet: nothing changes.
+        assert_eq!(
+            apply_recovery(RecoveryStrategy::OnDemand, &[], &zones, &all, Mode::Idle, Mode::Spot(1)),
+            Mode::Spot(1)
+        );
     }
 
     #[test]

@@ -282,7 +282,8 @@ fn simulate(
         currency: "USD".into(),
         deadline_at_ms: Some(start_ms + deadline_s as i64 * 1000),
         budget: None,
-        recovery: RecoveryStrategy::SameZone,
+        recovery: RecoveryStrategy::parse(&args.recovery)
+            .ok_or_else(|| anyhow!("`--recovery {}`: expected same_zone, next_cheapest or on_demand", args.recovery))?,
         max_recoveries: u32::MAX,
         max_retries: 0,
         checkpoint_dir: Some(dir.join("checkpoint")),
