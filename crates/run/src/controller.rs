@@ -249,42 +249,33 @@ impl Controller {
                 } else {
                     self.store.end_attempt(&a.key, AttemptState::Failed, at_ms, Some(code), &format!("exit {code}"))?;
                     let failures = history.iter().filter(|x| x.state == AttemptState::Failed).count() as u32 + 1;
-                    if failures <= spec.max_retries {
-                        self.store.set_job_state(
-                            job.id,
-                            JobState::Pending,
-                            Some(&format!("attempt {} exited {code}; retrying", a.attempt)),
-                            now,
-                        )?;
-                    } else {
-                        self.store.set_job_state(
-                            job.id,
-                            JobState::Failed,
-                            Some(&format!("exited with code {code}")),
-                            now,
-                        )?;
-                    }
+                    let retry = (JobState::Pending, format!("attempt {} exited {code}; retrying", a.attempt));
+                    self.retry_or_fail(
+                        job,
+                        failures,
+                        spec.max_retries,
+                        retry,
+                        format!("exited with code {code}"),
+                        now,
+                    )?;
                 }
             }
             Observed::Preempted { .. } | Observed::Gone if a.state == AttemptState::Running => {
                 let at_ms = if let Observed::Preempted { at_ms } = obs { at_ms } else { now };
                 self.store.end_attempt(&a.key, AttemptState::Preempted, at_ms, None, "preempted")?;
                 let recoveries = history.iter().filter(|x| x.state == AttemptState::Preempted).count() as u32 + 1;
-                if recoveries <= spec.max_recoveries {
-                    self.store.set_job_state(
-                        job.id,
-                        JobState::Recovering,
-                        Some(&format!("attempt {} preempted; recovering from the last checkpoint", a.attempt)),
-                        now,
-                    )?;
-                } else {
-                    self.store.set_job_state(
-                        job.id,
-                        JobState::Failed,
-                        Some(&format!("preempted {recoveries} times; giving up")),
-                        now,
-                    )?;
-                }
+                let recover = (
+                    JobState::Recovering,
+                    format!("attempt {} preempted; recovering from the last checkpoint", a.attempt),
+                );
+                self.retry_or_fail(
+                    job,
+                    recoveries,
+                    spec.max_recoveries,
+                    recover,
+                    format!("preempted {recoveries} times; giving up"),
+                    now,
+                )?;
             }
             Observed::Preempted { .. } | Observed::Gone => {
                 // A launching attempt whose process vanished before we saw it run: it did run
@@ -297,6 +288,24 @@ impl Controller {
                     now,
                 )?;
             }
+        }
+        Ok(())
+    }
+
+    /// Moves a job to `again` while `count` is within `limit`, else to FAILED with `give_up`.
+    fn retry_or_fail(
+        &self,
+        job: &Job,
+        count: u32,
+        limit: u32,
+        again: (JobState, String),
+        give_up: String,
+        now: i64,
+    ) -> Result<(), ControllerError> {
+        if count <= limit {
+            self.store.set_job_state(job.id, again.0, Some(&again.1), now)?;
+        } else {
+            self.store.set_job_state(job.id, JobState::Failed, Some(&give_up), now)?;
         }
         Ok(())
     }

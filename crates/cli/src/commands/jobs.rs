@@ -338,25 +338,7 @@ fn simulate(
         .round_dp(6),
         spot_hours: hours_on("spot"),
         on_demand_hours: hours_on("on_demand"),
-        attempts: attempts
-            .iter()
-            .map(|a| AttemptRow {
-                attempt: a.attempt,
-                key: a.key.clone(),
-                backend: a.backend.clone(),
-                placement: a.placement.clone(),
-                pricing: a.pricing.clone(),
-                hourly_price: a.hourly_price.clone(),
-                currency: a.currency.clone(),
-                state: a.state.as_str().to_string(),
-                launched_at: time_text(a.intent_at_ms),
-                started_at: a.started_at_ms.map(time_text),
-                ended_at: a.ended_at_ms.map(time_text),
-                exit_code: a.exit_code,
-                reason: a.reason.clone(),
-                cost: attempt_cost(a, end_ms).round_dp(6),
-            })
-            .collect(),
+        attempts: attempts.iter().map(|a| AttemptRow::new(a, end_ms)).collect(),
     };
     let _ = std::fs::remove_dir_all(&dir);
     if args.json {
@@ -436,6 +418,27 @@ struct AttemptRow {
     cost: Decimal,
 }
 
+impl AttemptRow {
+    fn new(a: &gpubroker_ledger::Attempt, now_ms: i64) -> AttemptRow {
+        AttemptRow {
+            attempt: a.attempt,
+            key: a.key.clone(),
+            backend: a.backend.clone(),
+            placement: a.placement.clone(),
+            pricing: a.pricing.clone(),
+            hourly_price: a.hourly_price.clone(),
+            currency: a.currency.clone(),
+            state: a.state.as_str().to_string(),
+            launched_at: time_text(a.intent_at_ms),
+            started_at: a.started_at_ms.map(time_text),
+            ended_at: a.ended_at_ms.map(time_text),
+            exit_code: a.exit_code,
+            reason: a.reason.clone(),
+            cost: attempt_cost(a, now_ms).round_dp(6),
+        }
+    }
+}
+
 fn time_text(ms: i64) -> String {
     jiff::Timestamp::from_millisecond(ms).map(|t| t.to_string()).unwrap_or_else(|_| ms.to_string())
 }
@@ -490,26 +493,7 @@ pub(crate) fn jobs(ctx: &Context, args: &JobsArgs, out: &mut impl Write) -> Resu
         }
         Some(JobsCommand::Show { id, json }) => {
             let job = store.job(*id)?;
-            let attempts: Vec<AttemptRow> = store
-                .attempts(*id)?
-                .iter()
-                .map(|a| AttemptRow {
-                    attempt: a.attempt,
-                    key: a.key.clone(),
-                    backend: a.backend.clone(),
-                    placement: a.placement.clone(),
-                    pricing: a.pricing.clone(),
-                    hourly_price: a.hourly_price.clone(),
-                    currency: a.currency.clone(),
-                    state: a.state.as_str().to_string(),
-                    launched_at: time_text(a.intent_at_ms),
-                    started_at: a.started_at_ms.map(time_text),
-                    ended_at: a.ended_at_ms.map(time_text),
-                    exit_code: a.exit_code,
-                    reason: a.reason.clone(),
-                    cost: attempt_cost(a, now).round_dp(6),
-                })
-                .collect();
+            let attempts: Vec<AttemptRow> = store.attempts(*id)?.iter().map(|a| AttemptRow::new(a, now)).collect();
             if *json {
                 #[derive(Serialize)]
                 struct Show<'a> {
