@@ -564,8 +564,15 @@ pub(crate) fn jobs(ctx: &Context, args: &JobsArgs, out: &mut impl Write) -> Resu
 
 /// Prints every attempt's log; with `follow`, keeps printing new output until the job ends.
 fn logs(store: &Store, home: &Path, id: i64, follow: bool, out: &mut impl Write) -> Result<ExitStatus> {
+    use std::io::IsTerminal;
     let mut offsets: std::collections::BTreeMap<String, u64> = Default::default();
     let backend = backend(home, "local")?;
+    // While following on a terminal, a status line on stderr shows the job is alive between
+    // bursts of output (never in a pipe, so logs stay clean).
+    let show_progress = follow && std::io::stderr().is_terminal();
+    let spinner = ['|', '/', '-', '\\'];
+    let mut spins = 0usize;
+    let mut status_shown = false;
     loop {
         let job = store.job(id)?;
         for a in store.attempts(id)? {
@@ -573,6 +580,10 @@ fn logs(store: &Store, home: &Path, id: i64, follow: bool, out: &mut impl Write)
             let Ok(mut f) = File::open(&path) else { continue };
             let offset = offsets.entry(a.key.clone()).or_insert_with(|| u64::MAX);
             if *offset == u64::MAX {
+                if status_shown {
+                    eprint!("\r\x1b[2K");
+                    status_shown = false;
+                }
                 writeln!(out, "==> attempt {} ({}) <==", a.attempt, a.placement)?;
                 *offset = 0;
             }
@@ -580,10 +591,32 @@ fn logs(store: &Store, home: &Path, id: i64, follow: bool, out: &mut impl Write)
             let mut buf = Vec::new();
             f.read_to_end(&mut buf)?;
             *offset += buf.len() as u64;
+            if !buf.is_empty() && status_shown {
+                eprint!("\r\x1b[2K");
+                status_shown = false;
+            }
             out.write_all(&buf)?;
         }
         out.flush()?;
+        if show_progress && !job.state.is_terminal() {
+            let attempts = store.attempts(id)?;
+            let elapsed = (Clock::System.now().as_millisecond() - job.submitted_at_ms).max(0) / 1000;
+            eprint!(
+                "\r\x1b[2K{} job {id} {} (attempt {}), {:02}:{:02}:{:02} elapsed",
+                spinner[spins % spinner.len()],
+                job.state,
+                attempts.len(),
+                elapsed / 3600,
+                elapsed / 60 % 60,
+                elapsed % 60
+            );
+            spins += 1;
+            status_shown = true;
+        }
         if !follow || job.state.is_terminal() {
+            if status_shown {
+                eprintln!();
+            }
             return Ok(if job.state == JobState::Failed { ExitStatus::Failure } else { ExitStatus::Success });
         }
         std::thread::sleep(Duration::from_millis(300));
