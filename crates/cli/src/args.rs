@@ -48,6 +48,95 @@ pub(crate) enum Command {
     /// Run the job controller in the foreground (the CLI starts it in the background when needed).
     #[command(hide = true)]
     Controller,
+    /// Record usage gpubroker did not launch: one record, a CSV, or a FOCUS bill.
+    #[command(subcommand)]
+    Usage(UsageCommand),
+    /// Cost reports from the ledger.
+    #[command(subcommand)]
+    Cost(CostCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum UsageCommand {
+    /// Add one usage record.
+    Add(UsageAddArgs),
+    /// Import usage records (`--csv`) or a FOCUS 1.0-1.2 cost-and-usage file (`--focus`).
+    Import(UsageImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct UsageAddArgs {
+    /// Resource id (instance id, node name).
+    #[arg(long)]
+    pub(crate) resource: String,
+    /// Provider id.
+    #[arg(long)]
+    pub(crate) provider: String,
+    /// Region.
+    #[arg(long, default_value = "")]
+    pub(crate) region: String,
+    /// Instance type.
+    #[arg(long, default_value = "")]
+    pub(crate) instance_type: String,
+    /// GPU type.
+    #[arg(long, default_value = "")]
+    pub(crate) gpu: String,
+    /// GPUs.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) gpu_count: u32,
+    /// Pricing model.
+    #[arg(long, default_value = "on_demand")]
+    pub(crate) pricing: String,
+    /// Start (RFC 3339).
+    #[arg(long)]
+    pub(crate) start: String,
+    /// End (RFC 3339).
+    #[arg(long)]
+    pub(crate) end: String,
+    /// Price per hour of the whole resource (`3.06 USD`); default: the catalog's price as of `--start`.
+    #[arg(long)]
+    pub(crate) hourly_rate: Option<String>,
+    /// Minimum billed seconds per launch.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) min_billable_seconds: u32,
+    /// Tags `k=v;k=v` (or `,`).
+    #[arg(long, default_value = "")]
+    pub(crate) tags: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct UsageImportArgs {
+    /// A CSV with columns resource_id,provider,region,instance_type,gpu,gpu_count,pricing,start,end,hourly_rate,currency,min_billable_seconds,tags.
+    #[arg(long, conflicts_with = "focus", required_unless_present = "focus")]
+    pub(crate) csv: Option<PathBuf>,
+    /// A FOCUS cost-and-usage CSV (1.0-1.2).
+    #[arg(long)]
+    pub(crate) focus: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CostCommand {
+    /// Billed, effective (amortised) and list cost and GPU-hours, grouped.
+    Report(CostReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CostReportArgs {
+    /// Group by team, project, model, user (or any tag, `tag:KEY`), provider, service, gpu, pricing, region, day, month.
+    #[arg(long, default_value = "team")]
+    pub(crate) by: String,
+    /// From (RFC 3339 or YYYY-MM-DD), inclusive.
+    #[arg(long)]
+    pub(crate) from: Option<String>,
+    /// To (RFC 3339 or YYYY-MM-DD), exclusive.
+    #[arg(long)]
+    pub(crate) to: Option<String>,
+    /// Only these sources: job, usage, focus.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) source: Vec<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

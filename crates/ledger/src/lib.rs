@@ -8,13 +8,19 @@
 //!   idempotency key `{job}-{attempt}`) **before** the backend is called, then updated with what
 //!   the backend reported. After a crash the controller re-issues every `launching` attempt with
 //!   the same key, which the backend treats as "already launched" if it was;
-//! * `events`: an append-only log of transitions, for `gpubroker jobs show`.
+//! * `events`: an append-only log of transitions, for `gpubroker jobs show`;
+//! * `charges`: the cost ledger, append-only: metered usage (priced with the rate card in force
+//!   at launch, never today's price), usage gpubroker did not launch (`usage add`, `usage import
+//!   --csv`) and cloud bills (`usage import --focus`). Each row has an idempotency key, so a
+//!   re-import or a retried batch never counts a second twice.
 //!
 //! # Guarantees
 //! Every write is one transaction; a committed transition survives `kill -9` of the process.
 #![deny(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod charges;
 mod store;
 
+pub use charges::{Charge, ChargeSource, GroupBy, ReportRow, group_charges, stable_key};
 pub use store::{Attempt, AttemptState, Event, Job, JobState, Store, StoreError};

@@ -202,6 +202,19 @@ pub struct Attempt {
     pub reason: Option<String>,
 }
 
+impl Attempt {
+    /// Money spent by the attempt by `now_ms` (or its end), in its currency: its hourly price
+    /// per second, whole seconds rounded up as per-second billing does.
+    pub fn cost(&self, now_ms: i64) -> gpubroker_core::Decimal {
+        use gpubroker_core::Decimal;
+        let Some(start) = self.started_at_ms else { return Decimal::ZERO };
+        let end = self.ended_at_ms.unwrap_or(now_ms).max(start);
+        let price = Decimal::from_str(&self.hourly_price).unwrap_or(Decimal::ZERO);
+        let seconds = (end - start + 999) / 1000;
+        price * Decimal::from(seconds) / Decimal::from(3600)
+    }
+}
+
 /// A logged transition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
@@ -261,6 +274,27 @@ CREATE TABLE IF NOT EXISTS events (
     detail TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_job ON events(job_id);
+CREATE TABLE IF NOT EXISTS charges (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    key TEXT NOT NULL UNIQUE,
+    source TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    service TEXT NOT NULL,
+    region TEXT NOT NULL,
+    resource_id TEXT NOT NULL,
+    instance_type TEXT NOT NULL,
+    gpu TEXT NOT NULL,
+    gpu_count INTEGER NOT NULL,
+    pricing TEXT NOT NULL,
+    start_ms INTEGER NOT NULL,
+    end_ms INTEGER NOT NULL,
+    billed_cost TEXT NOT NULL,
+    effective_cost TEXT NOT NULL,
+    list_cost TEXT NOT NULL,
+    currency TEXT NOT NULL,
+    tags TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS charges_time ON charges(start_ms);
 ";
 
 impl Store {
@@ -276,6 +310,18 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON").map_err(wrap)?;
         conn.execute_batch(SCHEMA).map_err(wrap)?;
         Ok(Store { conn, path: shown })
+    }
+
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub(crate) fn wrap(&self, source: rusqlite::Error) -> StoreError {
+        self.err(source)
+    }
+
+    pub(crate) fn corrupt_row(&self, message: String) -> StoreError {
+        self.corrupt(message)
     }
 
     fn err(&self, source: rusqlite::Error) -> StoreError {
@@ -470,7 +516,8 @@ impl Store {
         tx.commit().map_err(|e| self.err(e))
     }
 
-    /// Records how an attempt ended (idempotent: the first end wins).
+    /// Records how an attempt ended (idempotent: the first end wins), and meters it into the
+    /// cost ledger in the same transaction, so an ended attempt is always billed exactly once.
     pub fn end_attempt(
         &self,
         key: &str,
@@ -479,8 +526,8 @@ impl Store {
         exit_code: Option<i64>,
         reason: &str,
     ) -> Result<bool, StoreError> {
-        let n = self
-            .conn
+        let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
+        let n = tx
             .execute(
                 "UPDATE attempts SET state = ?2, ended_at = ?3, exit_code = ?4, reason = ?5,
                      started_at = COALESCE(started_at, ?3)
@@ -488,6 +535,36 @@ impl Store {
                 params![key, state.as_str(), ended_at_ms, exit_code, reason],
             )
             .map_err(|e| self.err(e))?;
+        if n > 0
+            && let Some(a) = self.attempt_by_key(key)?
+        {
+            let job = self.job(a.job_id)?;
+            let billed = a.cost(ended_at_ms);
+            let zone = a.placement.split_whitespace().find_map(|w| w.strip_prefix("zone=")).unwrap_or("").to_string();
+            let tags: std::collections::BTreeMap<String, String> =
+                [("job".to_string(), job.name.clone()), ("queue".to_string(), job.queue.clone())].into_iter().collect();
+            let currency = a.currency.parse().unwrap_or(gpubroker_core::Currency::USD);
+            tx.execute(
+                "INSERT OR IGNORE INTO charges (key, source, provider, service, region, resource_id, instance_type, gpu, gpu_count,
+                 pricing, start_ms, end_ms, billed_cost, effective_cost, list_cost, currency, tags)
+                 VALUES (?1, 'job', ?2, 'compute', ?3, ?4, ?5, '', 0, ?6, ?7, ?8, ?9, ?9, ?9, ?10, ?11)",
+                params![
+                    format!("job:{key}"),
+                    a.backend,
+                    zone,
+                    key,
+                    a.placement,
+                    a.pricing,
+                    a.started_at_ms.unwrap_or(ended_at_ms),
+                    ended_at_ms,
+                    billed.to_string(),
+                    currency.as_str(),
+                    serde_json::to_string(&tags).unwrap_or_default()
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        }
+        tx.commit().map_err(|e| self.err(e))?;
         Ok(n > 0)
     }
 

@@ -79,12 +79,7 @@ pub struct Controller {
 
 /// Money spent by an attempt so far, in its currency (per-second billing).
 pub fn attempt_cost(a: &Attempt, now_ms: i64) -> Decimal {
-    let Some(start) = a.started_at_ms else { return Decimal::ZERO };
-    let end = a.ended_at_ms.unwrap_or(now_ms).max(start);
-    let price = Decimal::from_str(&a.hourly_price).unwrap_or(Decimal::ZERO);
-    // Whole seconds, rounded up, as per-second billing does.
-    let seconds = (end - start + 999) / 1000;
-    price * Decimal::from(seconds) / Decimal::from(3600)
+    a.cost(now_ms)
 }
 
 /// Money spent by all attempts of a job.

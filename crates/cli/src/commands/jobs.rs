@@ -21,7 +21,7 @@ use crate::args::{JobsArgs, JobsCommand, LaunchArgs};
 use crate::context::{Context, env_vars};
 use crate::output::{align_right, table, write_json};
 
-fn home() -> Result<PathBuf> {
+pub(crate) fn home() -> Result<PathBuf> {
     let dir = match std::env::var_os(env_vars::GPUBROKER_HOME) {
         Some(d) => PathBuf::from(d),
         None => {
@@ -34,7 +34,7 @@ fn home() -> Result<PathBuf> {
     Ok(dir)
 }
 
-fn open_store(home: &Path) -> Result<Store> {
+pub(crate) fn open_store(home: &Path) -> Result<Store> {
     Ok(Store::open(&home.join("ledger.db"))?)
 }
 

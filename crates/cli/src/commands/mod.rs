@@ -6,11 +6,12 @@ mod estimate;
 mod gpus;
 mod jobs;
 mod plan;
+mod usage;
 
 use anyhow::Result;
 
 use crate::ExitStatus;
-use crate::args::{CatalogCommand, Cli, Command};
+use crate::args::{CatalogCommand, Cli, Command, CostCommand, UsageCommand};
 use crate::context::Context;
 
 pub(crate) fn run(cli: Cli) -> Result<ExitStatus> {
@@ -32,6 +33,9 @@ pub(crate) fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Launch(args) => jobs::launch(&ctx, &args, &mut out),
         Command::Jobs(args) => jobs::jobs(&ctx, &args, &mut out),
         Command::Controller => jobs::controller(),
+        Command::Usage(UsageCommand::Add(args)) => usage::add(&ctx, &args, &mut out),
+        Command::Usage(UsageCommand::Import(args)) => usage::import(&ctx, &args, &mut out),
+        Command::Cost(CostCommand::Report(args)) => usage::report(&ctx, &args, &mut out),
     }
 }
 

@@ -125,6 +125,11 @@ fn preempted_job_resumes_from_its_checkpoint() {
     assert!(costs.iter().all(|c| *c > Decimal::ZERO), "{costs:?}");
     let listed = json(f.cmd().args(["jobs", "--all", "--json"]));
     assert_eq!(dec(&listed[0]["cost"]), costs.iter().copied().sum::<Decimal>());
+    // Both attempts were metered into the cost ledger, attributed to the job.
+    let report = json(f.cmd().args(["cost", "report", "--by", "job", "--source", "job", "--json"]));
+    assert_eq!(report["rows"][0]["key"], "counter");
+    assert_eq!(report["rows"][0]["charges"], 2);
+    assert_eq!(dec(&report["total"]["billed_cost"]), costs.iter().copied().sum::<Decimal>());
     // The second attempt resumed from the checkpoint, not from zero.
     let logs = run(f.cmd().args(["jobs", "logs", &id.to_string()]));
     let resumed: u32 = logs

@@ -8,3 +8,4 @@ mod errors;
 mod estimate;
 mod jobs;
 mod plan;
+mod usage;

@@ -1,0 +1,456 @@
+//! `usage add`, `usage import --csv|--focus` and `cost report`: the ledger's charges.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::Path;
+use std::str::FromStr;
+
+use anyhow::{Result, anyhow, bail};
+use comfy_table::Cell;
+use gpubroker_catalog::Catalog;
+use gpubroker_core::{Billing, Currency, Decimal, Money, PricingModel, RateCard};
+use gpubroker_ledger::{Charge, ChargeSource, GroupBy, group_charges, stable_key};
+use serde::Serialize;
+
+use super::jobs::{home, open_store};
+use crate::ExitStatus;
+use crate::args::{CostReportArgs, UsageAddArgs, UsageImportArgs};
+use crate::context::Context;
+use crate::output::{align_right, money, table, write_json};
+
+/// Records per transaction: each committed batch is acknowledged on stderr and survives `kill -9`.
+const BATCH: usize = 1000;
+
+/// A usage record before pricing, as written in a CSV row or on the command line.
+struct UsageInput<'a> {
+    resource_id: &'a str,
+    provider: &'a str,
+    region: &'a str,
+    instance_type: &'a str,
+    gpu: &'a str,
+    gpu_count: u32,
+    pricing: &'a str,
+    start: &'a str,
+    end: &'a str,
+    hourly_rate: Option<Money>,
+    min_billable_s: u32,
+    tags: &'a str,
+}
+
+fn parse_time(text: &str) -> Result<jiff::Timestamp, String> {
+    let t = text.trim();
+    if let Ok(ts) = jiff::Timestamp::from_str(t) {
+        return Ok(ts);
+    }
+    // FOCUS 1.0 sample bills write `YYYY-MM-DD HH:MM:SS` without a zone; they are UTC.
+    let civil = t.replace(' ', "T");
+    let dt = jiff::civil::DateTime::from_str(&civil)
+        .or_else(|_| jiff::civil::Date::from_str(t).map(|d| d.to_datetime(jiff::civil::Time::midnight())))
+        .map_err(|_| format!("`{text}` is not a time (expected RFC 3339, such as 2026-11-01T00:00:00Z)"))?;
+    dt.to_zoned_datetime(jiff::tz::TimeZone::UTC).map(|z| z.timestamp()).map_err(|e| e.to_string())
+}
+
+fn parse_tags(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut tags = BTreeMap::new();
+    for part in text.split([';', ',']).map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = part.split_once('=').ok_or_else(|| format!("tag `{part}`: expected key=value"))?;
+        tags.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    Ok(tags)
+}
+
+/// Prices a usage record with its rate card (or the catalog's as of its start). Errors name the field.
+fn price(catalog: &Catalog, u: &UsageInput<'_>) -> Result<Charge, (&'static str, String)> {
+    let start = parse_time(u.start).map_err(|m| ("start", m))?;
+    let end = parse_time(u.end).map_err(|m| ("end", m))?;
+    if end <= start {
+        return Err(("end", format!("`{}` is not after start `{}`", u.end, u.start)));
+    }
+    let pricing = PricingModel::from_str(u.pricing).map_err(|m| ("pricing", m))?;
+    let seconds = ((end.as_millisecond() - start.as_millisecond() + 999) / 1000) as u64;
+    let start_date = start.to_zoned_datetime(jiff::tz::TimeZone::UTC).date();
+    let catalog_rate = |p: PricingModel| {
+        catalog.offers().iter().find(|o| {
+            o.provider.eq_ignore_ascii_case(u.provider)
+                && o.instance_type == u.instance_type
+                && (o.region == u.region || o.region == "*")
+                && o.rate.pricing == p
+        })
+    };
+    let rate = match u.hourly_rate {
+        Some(m) => RateCard::hourly(pricing, m, Billing { increment_s: 1, minimum_s: u.min_billable_s }),
+        None => {
+            let offer = catalog_rate(pricing).ok_or_else(|| {
+                (
+                    "hourly_rate",
+                    format!(
+                        "is empty and the catalog has no {} price for {} {} {}",
+                        pricing, u.provider, u.region, u.instance_type
+                    ),
+                )
+            })?;
+            if offer.as_of > start_date {
+                return Err((
+                    "hourly_rate",
+                    format!(
+                        "is empty and the catalog's price for {} is dated {}, after the usage started ({start_date}); give the rate",
+                        u.instance_type, offer.as_of
+                    ),
+                ));
+            }
+            let mut card = offer.rate.clone();
+            card.billing.minimum_s = card.billing.minimum_s.max(u.min_billable_s);
+            card
+        }
+    };
+    let billed = rate.cost_of_run(seconds).map_err(|e| ("hourly_rate", e.to_string()))?;
+    // List cost: the same seconds at the on-demand price, when the catalog knows it.
+    let list = match (pricing, catalog_rate(PricingModel::OnDemand)) {
+        (PricingModel::OnDemand, _) | (_, None) => billed.amount,
+        (_, Some(od)) => {
+            let card = RateCard::hourly(PricingModel::OnDemand, od.hourly_price(), rate.billing);
+            match card.cost_of_run(seconds) {
+                Ok(m) if m.currency == billed.currency => m.amount,
+                _ => billed.amount,
+            }
+        }
+    };
+    Ok(Charge {
+        key: format!("usage:{}:{}:{}:{}", u.resource_id, start.as_millisecond(), end.as_millisecond(), pricing),
+        source: ChargeSource::Usage,
+        provider: u.provider.to_ascii_lowercase(),
+        service: "compute".into(),
+        region: u.region.to_string(),
+        resource_id: u.resource_id.to_string(),
+        instance_type: u.instance_type.to_string(),
+        gpu: u.gpu.to_string(),
+        gpu_count: u.gpu_count,
+        pricing: pricing.to_string(),
+        start_ms: start.as_millisecond(),
+        end_ms: end.as_millisecond(),
+        billed_cost: billed.amount,
+        effective_cost: billed.amount,
+        list_cost: list,
+        currency: billed.currency,
+        tags: parse_tags(u.tags).map_err(|m| ("tags", m))?,
+    })
+}
+
+pub(crate) fn add(ctx: &Context, args: &UsageAddArgs, out: &mut impl Write) -> Result<ExitStatus> {
+    let hourly_rate = match &args.hourly_rate {
+        Some(t) => Some(Money::from_str(t).map_err(|e| anyhow!("`--hourly-rate`: {e}"))?),
+        None => None,
+    };
+    let input = UsageInput {
+        resource_id: &args.resource,
+        provider: &args.provider,
+        region: &args.region,
+        instance_type: &args.instance_type,
+        gpu: &args.gpu,
+        gpu_count: args.gpu_count,
+        pricing: &args.pricing,
+        start: &args.start,
+        end: &args.end,
+        hourly_rate,
+        min_billable_s: args.min_billable_seconds,
+        tags: &args.tags,
+    };
+    let charge = price(&ctx.catalog, &input).map_err(|(field, m)| anyhow!("`--{}`: {m}", field.replace('_', "-")))?;
+    let store = open_store(&home()?)?;
+    let added = store.add_charges(std::slice::from_ref(&charge))?;
+    writeln!(
+        out,
+        "{} {} {}",
+        if added == 1 { "recorded" } else { "already recorded" },
+        charge.key,
+        Money::new(charge.billed_cost, charge.currency)
+    )?;
+    Ok(ExitStatus::Success)
+}
+
+fn get<'a>(rec: &'a csv::StringRecord, cols: &HashMap<String, usize>, name: &str) -> &'a str {
+    cols.get(name).and_then(|i| rec.get(*i)).map(str::trim).unwrap_or("")
+}
+
+pub(crate) fn import(ctx: &Context, args: &UsageImportArgs, out: &mut impl Write) -> Result<ExitStatus> {
+    let (path, focus) = match (&args.csv, &args.focus) {
+        (Some(p), _) => (p.as_path(), false),
+        (None, Some(p)) => (p.as_path(), true),
+        (None, None) => bail!("give `--csv FILE` or `--focus FILE`"),
+    };
+    // Parse and price the whole file first: bad input imports nothing.
+    let charges = if focus { read_focus(path)? } else { read_usage_csv(&ctx.catalog, path)? };
+    let store = open_store(&home()?)?;
+    let mut added = 0;
+    let mut stderr = std::io::stderr().lock();
+    for (i, batch) in charges.chunks(BATCH).enumerate() {
+        added += store.add_charges(batch)?;
+        // The acknowledgement: everything up to here is committed.
+        writeln!(stderr, "committed {} of {} records", (i * BATCH + batch.len()), charges.len())?;
+    }
+    writeln!(out, "imported {added} new records ({} already recorded) from {}", charges.len() - added, path.display())?;
+    Ok(ExitStatus::Success)
+}
+
+fn open_csv(path: &Path) -> Result<(csv::Reader<std::fs::File>, HashMap<String, usize>)> {
+    let shown = path.display();
+    let mut reader =
+        csv::ReaderBuilder::new().flexible(true).from_path(path).map_err(|e| anyhow!("{shown}: cannot read: {e}"))?;
+    let cols = reader
+        .headers()
+        .map_err(|e| anyhow!("{shown}:1: cannot read the header: {e}"))?
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.trim().trim_start_matches('\u{feff}').to_string(), i))
+        .collect();
+    Ok((reader, cols))
+}
+
+fn read_usage_csv(catalog: &Catalog, path: &Path) -> Result<Vec<Charge>> {
+    let shown = path.display().to_string();
+    let (mut reader, cols) = open_csv(path)?;
+    for required in ["resource_id", "provider", "pricing", "start", "end"] {
+        if !cols.contains_key(required) {
+            bail!(
+                "{shown}:1: header: missing column `{required}`; expected resource_id,provider,region,instance_type,gpu,gpu_count,pricing,start,end,hourly_rate,currency,min_billable_seconds,tags"
+            );
+        }
+    }
+    let mut out = Vec::new();
+    for rec in reader.records() {
+        let rec = rec.map_err(|e| anyhow!("{shown}: malformed CSV: {e}"))?;
+        let line = rec.position().map(|p| p.line()).unwrap_or(0);
+        let err = |field: &str, m: String| anyhow!("{shown}:{line}: {field}: {m}");
+        let g = |n: &str| get(&rec, &cols, n);
+        let gpu_count = match g("gpu_count") {
+            "" => 0,
+            t => t.parse::<u32>().map_err(|_| err("gpu_count", format!("`{t}` is not a whole number")))?,
+        };
+        let min_billable_s = match g("min_billable_seconds") {
+            "" => 0,
+            t => t
+                .parse::<u32>()
+                .map_err(|_| err("min_billable_seconds", format!("`{t}` is not a whole number of seconds")))?,
+        };
+        let hourly_rate = match g("hourly_rate") {
+            "" => None,
+            t => {
+                let amount =
+                    Decimal::from_str(t).map_err(|_| err("hourly_rate", format!("`{t}` is not a decimal number")))?;
+                if amount.is_sign_negative() {
+                    return Err(err("hourly_rate", format!("`{t}` must be >= 0")));
+                }
+                let currency = match g("currency") {
+                    "" => Currency::USD,
+                    c => c.parse().map_err(|_| err("currency", format!("`{c}` is not an ISO 4217 code")))?,
+                };
+                Some(Money::new(amount, currency))
+            }
+        };
+        let input = UsageInput {
+            resource_id: g("resource_id"),
+            provider: g("provider"),
+            region: g("region"),
+            instance_type: g("instance_type"),
+            gpu: g("gpu"),
+            gpu_count,
+            pricing: g("pricing"),
+            start: g("start"),
+            end: g("end"),
+            hourly_rate,
+            min_billable_s,
+            tags: g("tags"),
+        };
+        if input.resource_id.is_empty() {
+            return Err(err("resource_id", "is empty; a value is required".into()));
+        }
+        out.push(price(catalog, &input).map_err(|(f, m)| err(f, m))?);
+    }
+    Ok(out)
+}
+
+/// FOCUS 1.0-1.2 rows as charges. The sample bills' quirks are handled: `NULL` for empty,
+/// zone-less `YYYY-MM-DD HH:MM:SS` times, tag keys with stray spaces.
+fn read_focus(path: &Path) -> Result<Vec<Charge>> {
+    let shown = path.display().to_string();
+    let (mut reader, cols) = open_csv(path)?;
+    for required in ["BilledCost", "BillingCurrency", "ChargePeriodStart", "ChargePeriodEnd"] {
+        if !cols.contains_key(required) {
+            bail!("{shown}:1: header: missing FOCUS column `{required}`");
+        }
+    }
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut out = Vec::new();
+    for rec in reader.records() {
+        let rec = rec.map_err(|e| anyhow!("{shown}: malformed CSV: {e}"))?;
+        let line = rec.position().map(|p| p.line()).unwrap_or(0);
+        let err = |field: &str, m: String| anyhow!("{shown}:{line}: {field}: {m}");
+        let g = |n: &str| {
+            let v = get(&rec, &cols, n);
+            if v.eq_ignore_ascii_case("null") { "" } else { v }
+        };
+        let dec = |n: &str, fallback: Option<Decimal>| -> Result<Decimal> {
+            match (g(n), fallback) {
+                ("", Some(f)) => Ok(f),
+                ("", None) => Err(err(n, "is empty; a number is required".into())),
+                (t, _) => Decimal::from_str(t)
+                    .or_else(|_| Decimal::from_scientific(t))
+                    .map_err(|_| err(n, format!("`{t}` is not a number"))),
+            }
+        };
+        let billed = dec("BilledCost", None)?;
+        let start = parse_time(g("ChargePeriodStart")).map_err(|m| err("ChargePeriodStart", m))?;
+        let end = parse_time(g("ChargePeriodEnd")).map_err(|m| err("ChargePeriodEnd", m))?;
+        let currency: Currency = g("BillingCurrency")
+            .parse()
+            .map_err(|_| err("BillingCurrency", format!("`{}` is not an ISO 4217 code", g("BillingCurrency"))))?;
+        let tags: BTreeMap<String, String> = match g("Tags") {
+            "" => BTreeMap::new(),
+            t => serde_json::from_str::<BTreeMap<String, serde_json::Value>>(t)
+                .map_err(|e| err("Tags", format!("not a JSON object: {e}")))?
+                .into_iter()
+                .map(|(k, v)| (k.trim().to_string(), v.as_str().map(String::from).unwrap_or_else(|| v.to_string())))
+                .collect(),
+        };
+        // Rows carry no id in FOCUS itself; the sample's `Id` is used when present, else the row's
+        // content and its occurrence (identical rows are separate charges; re-imports are not).
+        let key = match g("Id") {
+            "" => {
+                let content: Vec<&str> = rec.iter().collect();
+                let h = stable_key(&content.join("\u{1f}"));
+                let n = seen.entry(h.clone()).or_default();
+                *n += 1;
+                format!("focus:{h}#{n}")
+            }
+            id => format!("focus:{}:{id}", g("BillingAccountId")),
+        };
+        out.push(Charge {
+            key,
+            source: ChargeSource::Focus,
+            provider: g("ProviderName").to_string(),
+            service: g("ServiceName").to_string(),
+            region: g("RegionId").to_string(),
+            resource_id: g("ResourceId").to_string(),
+            instance_type: g("SkuId").to_string(),
+            gpu: String::new(),
+            gpu_count: 0,
+            pricing: g("PricingCategory").to_string(),
+            start_ms: start.as_millisecond(),
+            end_ms: end.as_millisecond(),
+            billed_cost: billed,
+            effective_cost: dec("EffectiveCost", Some(billed))?,
+            list_cost: dec("ListCost", Some(billed))?,
+            currency,
+            tags,
+        });
+    }
+    Ok(out)
+}
+
+#[derive(Serialize)]
+struct RowJson {
+    key: String,
+    billed_cost: Decimal,
+    effective_cost: Decimal,
+    list_cost: Decimal,
+    gpu_hours: Decimal,
+    charges: usize,
+    currency: Currency,
+}
+
+#[derive(Serialize)]
+struct ReportJson {
+    by: String,
+    currency: Currency,
+    rows: Vec<RowJson>,
+    total: RowJson,
+    savings_vs_list: Decimal,
+}
+
+pub(crate) fn report(ctx: &Context, args: &CostReportArgs, out: &mut impl Write) -> Result<ExitStatus> {
+    let bound = |t: &Option<String>, name: &str| -> Result<Option<i64>> {
+        match t {
+            None => Ok(None),
+            Some(text) => Ok(Some(parse_time(text).map_err(|m| anyhow!("`--{name}`: {m}"))?.as_millisecond())),
+        }
+    };
+    let sources = args
+        .source
+        .iter()
+        .map(|s| match s.as_str() {
+            "job" => Ok(ChargeSource::Job),
+            "usage" => Ok(ChargeSource::Usage),
+            "focus" => Ok(ChargeSource::Focus),
+            other => Err(anyhow!("`--source {other}`: expected job, usage or focus")),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let store = open_store(&home()?)?;
+    let mut charges = store.charges(bound(&args.from, "from")?, bound(&args.to, "to")?, &sources)?;
+    // One currency: the one asked for, else the one most charges are in.
+    let currency = ctx.currency.unwrap_or_else(|| {
+        let mut counts: BTreeMap<Currency, usize> = BTreeMap::new();
+        for c in &charges {
+            *counts.entry(c.currency).or_default() += 1;
+        }
+        counts.into_iter().max_by_key(|(_, n)| *n).map(|(c, _)| c).unwrap_or(Currency::USD)
+    });
+    let fx = ctx.catalog.fx();
+    for c in &mut charges {
+        if c.currency != currency {
+            let factor = fx.factor(c.currency, currency)?;
+            c.billed_cost *= factor;
+            c.effective_cost *= factor;
+            c.list_cost *= factor;
+            c.currency = currency;
+        }
+    }
+    let by = GroupBy::parse(&args.by);
+    let rows = group_charges(&charges, &by);
+    let sum = |f: &dyn Fn(&gpubroker_ledger::ReportRow) -> Decimal| rows.iter().map(f).sum::<Decimal>();
+    let total = RowJson {
+        key: "total".into(),
+        billed_cost: sum(&|r| r.billed_cost),
+        effective_cost: sum(&|r| r.effective_cost),
+        list_cost: sum(&|r| r.list_cost),
+        gpu_hours: sum(&|r| r.gpu_hours),
+        charges: rows.iter().map(|r| r.charges).sum(),
+        currency,
+    };
+    let report = ReportJson {
+        by: args.by.clone(),
+        currency,
+        savings_vs_list: total.list_cost - total.effective_cost,
+        rows: rows
+            .into_iter()
+            .map(|r| RowJson {
+                key: r.key,
+                billed_cost: r.billed_cost,
+                effective_cost: r.effective_cost,
+                list_cost: r.list_cost,
+                gpu_hours: r.gpu_hours,
+                charges: r.charges,
+                currency,
+            })
+            .collect(),
+        total,
+    };
+    if args.json {
+        write_json(out, &report)?;
+        return Ok(ExitStatus::Success);
+    }
+    let mut t = table(&[args.by.as_str(), "billed", "effective", "list", "gpu-hours", "charges"]);
+    for r in report.rows.iter().chain(std::iter::once(&report.total)) {
+        t.add_row(vec![
+            Cell::new(&r.key),
+            Cell::new(money(r.billed_cost, currency)),
+            Cell::new(money(r.effective_cost, currency)),
+            Cell::new(money(r.list_cost, currency)),
+            Cell::new(format!("{:.2}", r.gpu_hours)),
+            Cell::new(r.charges),
+        ]);
+    }
+    align_right(&mut t, &[1, 2, 3, 4, 5]);
+    writeln!(out, "{t}")?;
+    writeln!(out, "savings vs list (on-demand) prices: {}", money(report.savings_vs_list, currency))?;
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,171 @@
+//! The cost ledger: usage records, CSV and FOCUS imports, cost reports.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use rust_decimal::Decimal;
+
+use crate::common::{dec, gpubroker, json, run, shared, temp_file};
+
+fn cmd(home: &std::path::Path) -> Command {
+    let mut c = gpubroker();
+    c.env_remove("GPUBROKER_NOW").env("GPUBROKER_HOME", home);
+    c
+}
+
+#[test]
+fn focus_import_reproduces_billed_cost_per_provider_and_service() {
+    let Some(shared) = shared() else {
+        eprintln!("skipped: ../shared not present");
+        return;
+    };
+    let file = shared.join("data/focus-sample/focus-1.0-anonymized/focus_sample.csv");
+    // Independent sums straight from the file.
+    let mut reader = csv::Reader::from_path(&file).expect("csv");
+    let headers = reader.headers().expect("headers").clone();
+    let col = |n: &str| headers.iter().position(|h| h == n).expect(n);
+    let (mut by_provider, mut by_service) = (BTreeMap::<String, Decimal>::new(), BTreeMap::<String, Decimal>::new());
+    for rec in reader.records() {
+        let rec = rec.expect("row");
+        let cost: Decimal = rec[col("BilledCost")].parse().expect("BilledCost");
+        *by_provider.entry(rec[col("ProviderName")].to_string()).or_default() += cost;
+        *by_service.entry(rec[col("ServiceName")].to_string()).or_default() += cost;
+    }
+    let home = tempfile::tempdir().expect("home");
+    let out = run(cmd(home.path()).args(["usage", "import", "--focus"]).arg(&file));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for (by, expected) in [("provider", &by_provider), ("service", &by_service)] {
+        let report = json(cmd(home.path()).args(["cost", "report", "--by", by, "--json"]));
+        let got: BTreeMap<String, Decimal> = report["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| (r["key"].as_str().expect("key").to_string(), dec(&r["billed_cost"])))
+            .collect();
+        assert_eq!(&got, expected, "by {by}");
+        assert_eq!(dec(&report["total"]["billed_cost"]), expected.values().copied().sum::<Decimal>());
+    }
+    // Importing the same bill again adds nothing.
+    let again = run(cmd(home.path()).args(["usage", "import", "--focus"]).arg(&file));
+    assert!(again.stdout.contains("imported 0 new records"), "{}", again.stdout);
+}
+
+#[test]
+fn usage_csv_is_priced_exactly_and_attributed() {
+    let home = tempfile::tempdir().expect("home");
+    let (_d, csv) = temp_file(
+        "usage.csv",
+        "resource_id,provider,region,instance_type,gpu,gpu_count,pricing,start,end,hourly_rate,currency,min_billable_seconds,tags\n\
+         i-1,aws,us-east-1,p5.48xlarge,H100,8,on_demand,2026-11-01T00:00:00Z,2026-11-01T01:30:00Z,98.32,USD,60,team=ml;project=llm\n\
+         i-2,aws,us-east-1,p5.48xlarge,H100,8,spot,2026-11-01T00:00:00Z,2026-11-01T00:00:10Z,30.00,USD,60,team=ml;project=vision\n\
+         n-3,compshare,*,4090,RTX4090,1,on_demand,2026-11-02T00:00:00Z,2026-11-02T10:00:00Z,,,0,team=research\n",
+    );
+    let out = run(cmd(home.path()).args(["usage", "import", "--csv"]).arg(&csv));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = json(cmd(home.path()).args(["cost", "report", "--by", "team", "--json"]));
+    let rows: BTreeMap<String, Decimal> = report["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| (r["key"].as_str().expect("k").to_string(), dec(&r["billed_cost"])))
+        .collect();
+    // 1.5 h x 98.32 + the 60 s minimum of a 10 s spot run at 30/h.
+    assert_eq!(rows["ml"], Decimal::new(14748, 2) + Decimal::new(5, 1));
+    // No rate given: the catalog's Compshare 4090 on-demand price (1.67 CNY/h) x 10 h, converted to USD.
+    assert!(rows.contains_key("research"));
+    assert_eq!(
+        dec(&report["total"]["gpu_hours"]),
+        Decimal::from(8 * 3 / 2) + Decimal::new(8 * 10, 0) / Decimal::from(3600) + Decimal::from(10)
+    );
+    let cny = json(cmd(home.path()).args(["--currency", "CNY", "cost", "report", "--by", "project", "--json"]));
+    assert_eq!(cny["currency"], "CNY");
+    let sum: Decimal = cny["rows"].as_array().expect("rows").iter().map(|r| dec(&r["billed_cost"])).sum();
+    assert_eq!(sum, dec(&cny["total"]["billed_cost"]), "rows add up to the total exactly");
+}
+
+#[test]
+fn bad_usage_rows_import_nothing() {
+    let home = tempfile::tempdir().expect("home");
+    let (_d, csv) = temp_file(
+        "bad.csv",
+        "resource_id,provider,region,instance_type,gpu,gpu_count,pricing,start,end,hourly_rate,currency,min_billable_seconds,tags\n\
+         i-1,aws,us-east-1,p5.48xlarge,H100,8,on_demand,2026-11-01T00:00:00Z,2026-11-01T01:00:00Z,98.32,USD,60,team=ml\n\
+         i-2,aws,us-east-1,p5.48xlarge,H100,8,on_demand,2026-11-01T02:00:00Z,2026-11-01T01:00:00Z,98.32,USD,60,team=ml\n",
+    );
+    let out = run(cmd(home.path()).args(["usage", "import", "--csv"]).arg(&csv));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("bad.csv:3: end:") && out.stderr.contains("is not after start"), "{}", out.stderr);
+    let report = json(cmd(home.path()).args(["cost", "report", "--json"]));
+    assert_eq!(report["total"]["charges"], 0, "nothing imported from a file with a bad row");
+    let out = run(cmd(home.path()).args([
+        "usage",
+        "add",
+        "--resource",
+        "x",
+        "--provider",
+        "aws",
+        "--start",
+        "2026-11-01T00:00:00Z",
+        "--end",
+        "soon",
+        "--hourly-rate",
+        "1 USD",
+    ]));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("`--end`"), "{}", out.stderr);
+}
+
+/// `kill -9` during ingestion at random points: every acknowledged batch is there after the
+/// restart, and re-running the import completes it with nothing counted twice.
+#[test]
+fn ingestion_survives_kill_9() {
+    let home = tempfile::tempdir().expect("home");
+    let rows = 30_000;
+    let mut text = String::from(
+        "resource_id,provider,region,instance_type,gpu,gpu_count,pricing,start,end,hourly_rate,currency,min_billable_seconds,tags\n",
+    );
+    for i in 0..rows {
+        let s = i % 3599 + 1;
+        text.push_str(&format!("r-{i},aws,us-east-1,g5.xlarge,A10G,1,on_demand,2026-11-01T00:00:00Z,2026-11-01T00:{:02}:{:02}Z,1.006,USD,60,team=t{}\n", s / 60, s % 60, i % 7));
+    }
+    let (_d, csv) = temp_file("big.csv", &text);
+    let mut rng = fastrand::Rng::with_seed(11);
+    let count = || json(cmd(home.path()).args(["cost", "report", "--json"]))["total"]["charges"].as_u64().expect("n");
+    let mut interrupted_midway = 0;
+    for _ in 0..8 {
+        let mut child = cmd(home.path())
+            .args(["usage", "import", "--csv"])
+            .arg(&csv)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("import");
+        let stderr = child.stderr.take().expect("stderr");
+        let committed = |l: &str| {
+            l.strip_prefix("committed ").and_then(|r| r.split(' ').next()).and_then(|n| n.parse::<u64>().ok())
+        };
+        let mut lines = BufReader::new(stderr).lines().map_while(Result::ok);
+        // Wait for the first acknowledged batch, then kill at a random moment soon after.
+        let first = lines.by_ref().find_map(|l| committed(&l));
+        let reader = std::thread::spawn(move || lines.filter_map(|l| committed(&l)).max());
+        std::thread::sleep(Duration::from_millis(rng.u64(0..40)));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        let acknowledged = reader.join().expect("reader").or(first).unwrap_or(0);
+        let stored = count();
+        assert!(stored >= acknowledged, "acknowledged {acknowledged} but only {stored} stored");
+        assert!(stored <= rows as u64);
+        if stored > 0 && stored < rows as u64 {
+            interrupted_midway += 1;
+        }
+    }
+    assert!(interrupted_midway > 0, "no kill landed in the middle of an import; adjust the timing");
+    let out = run(cmd(home.path()).args(["usage", "import", "--csv"]).arg(&csv));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(count(), rows as u64, "every record exactly once");
+    let report = json(cmd(home.path()).args(["cost", "report", "--json"]));
+    // Each row is at least the 60 s minimum at 1.006/h; the total is the exact sum.
+    assert!(dec(&report["total"]["billed_cost"]) > Decimal::ZERO);
+}

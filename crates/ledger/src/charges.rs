@@ -1,0 +1,347 @@
+//! The cost ledger: one row per charge, exact decimal amounts with their currency.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use gpubroker_core::{Currency, Decimal};
+use rusqlite::params;
+
+use crate::store::{Store, StoreError};
+
+/// Where a charge came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChargeSource {
+    /// An attempt of a managed job.
+    Job,
+    /// `gpubroker usage add` or `usage import --csv`.
+    Usage,
+    /// A FOCUS bill row.
+    Focus,
+}
+
+impl ChargeSource {
+    fn as_str(&self) -> &'static str {
+        match self {
+            ChargeSource::Job => "job",
+            ChargeSource::Usage => "usage",
+            ChargeSource::Focus => "focus",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "job" => Some(ChargeSource::Job),
+            "usage" => Some(ChargeSource::Usage),
+            "focus" => Some(ChargeSource::Focus),
+            _ => None,
+        }
+    }
+}
+
+/// One charge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Charge {
+    /// Idempotency key: the same key is stored once.
+    pub key: String,
+    /// Origin.
+    pub source: ChargeSource,
+    /// Provider (`aws`, `local`, ...).
+    pub provider: String,
+    /// Service (`Amazon Elastic Compute Cloud`, `compute`).
+    pub service: String,
+    /// Region.
+    pub region: String,
+    /// Resource id.
+    pub resource_id: String,
+    /// Instance type or SKU.
+    pub instance_type: String,
+    /// GPU type, if any.
+    pub gpu: String,
+    /// GPUs.
+    pub gpu_count: u32,
+    /// Pricing model / FOCUS PricingCategory.
+    pub pricing: String,
+    /// Start, Unix ms.
+    pub start_ms: i64,
+    /// End, Unix ms.
+    pub end_ms: i64,
+    /// What was (or will be) invoiced.
+    pub billed_cost: Decimal,
+    /// Amortised cost (commitments spread over their use).
+    pub effective_cost: Decimal,
+    /// The same usage at list (on-demand) prices.
+    pub list_cost: Decimal,
+    /// Currency of the amounts.
+    pub currency: Currency,
+    /// Tags (`team`, `project`, `model`, `user`, any key).
+    pub tags: BTreeMap<String, String>,
+}
+
+impl Charge {
+    /// GPU-hours of the charge.
+    pub fn gpu_hours(&self) -> Decimal {
+        Decimal::from(self.gpu_count) * Decimal::from((self.end_ms - self.start_ms).max(0)) / Decimal::from(3_600_000)
+    }
+}
+
+/// A stable 64-bit FNV-1a hash as hex (stable across Rust versions, unlike `DefaultHasher`),
+/// for idempotency keys of rows that carry no id of their own.
+pub fn stable_key(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+impl Store {
+    /// Appends charges in one transaction; rows whose key is already stored are skipped. Returns
+    /// how many were new. When this returns, they are durable.
+    pub fn add_charges(&self, charges: &[Charge]) -> Result<usize, StoreError> {
+        let tx = self.conn().unchecked_transaction().map_err(|e| self.wrap(e))?;
+        let mut added = 0;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT OR IGNORE INTO charges (key, source, provider, service, region, resource_id, instance_type, gpu,
+                     gpu_count, pricing, start_ms, end_ms, billed_cost, effective_cost, list_cost, currency, tags)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                )
+                .map_err(|e| self.wrap(e))?;
+            for c in charges {
+                let tags = serde_json::to_string(&c.tags).unwrap_or_else(|_| "{}".into());
+                added += stmt
+                    .execute(params![
+                        c.key,
+                        c.source.as_str(),
+                        c.provider,
+                        c.service,
+                        c.region,
+                        c.resource_id,
+                        c.instance_type,
+                        c.gpu,
+                        c.gpu_count,
+                        c.pricing,
+                        c.start_ms,
+                        c.end_ms,
+                        c.billed_cost.to_string(),
+                        c.effective_cost.to_string(),
+                        c.list_cost.to_string(),
+                        c.currency.as_str(),
+                        tags
+                    ])
+                    .map_err(|e| self.wrap(e))?;
+            }
+        }
+        tx.commit().map_err(|e| self.wrap(e))?;
+        Ok(added)
+    }
+
+    /// Charges that overlap `[from_ms, to_ms)` (all when `None`), from the given sources (all when empty).
+    pub fn charges(
+        &self,
+        from_ms: Option<i64>,
+        to_ms: Option<i64>,
+        sources: &[ChargeSource],
+    ) -> Result<Vec<Charge>, StoreError> {
+        let mut stmt = self
+            .conn()
+            .prepare(
+                "SELECT key, source, provider, service, region, resource_id, instance_type, gpu, gpu_count, pricing, start_ms,
+                 end_ms, billed_cost, effective_cost, list_cost, currency, tags FROM charges
+                 WHERE end_ms > ?1 AND start_ms < ?2 ORDER BY id",
+            )
+            .map_err(|e| self.wrap(e))?;
+        let mut rows =
+            stmt.query(params![from_ms.unwrap_or(i64::MIN), to_ms.unwrap_or(i64::MAX)]).map_err(|e| self.wrap(e))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next().map_err(|e| self.wrap(e))? {
+            let get_s = |i: usize| -> Result<String, StoreError> { r.get::<_, String>(i).map_err(|e| self.wrap(e)) };
+            let dec = |i: usize| -> Result<Decimal, StoreError> {
+                let t = get_s(i)?;
+                Decimal::from_str(&t).map_err(|_| self.corrupt_row(format!("`{t}` is not a decimal")))
+            };
+            let source =
+                ChargeSource::parse(&get_s(1)?).ok_or_else(|| self.corrupt_row("unknown charge source".into()))?;
+            if !sources.is_empty() && !sources.contains(&source) {
+                continue;
+            }
+            let currency: Currency = get_s(15)?.parse().map_err(|_| self.corrupt_row("bad currency".into()))?;
+            out.push(Charge {
+                key: get_s(0)?,
+                source,
+                provider: get_s(2)?,
+                service: get_s(3)?,
+                region: get_s(4)?,
+                resource_id: get_s(5)?,
+                instance_type: get_s(6)?,
+                gpu: get_s(7)?,
+                gpu_count: r.get(8).map_err(|e| self.wrap(e))?,
+                pricing: get_s(9)?,
+                start_ms: r.get(10).map_err(|e| self.wrap(e))?,
+                end_ms: r.get(11).map_err(|e| self.wrap(e))?,
+                billed_cost: dec(12)?,
+                effective_cost: dec(13)?,
+                list_cost: dec(14)?,
+                currency,
+                tags: serde_json::from_str(&get_s(16)?).unwrap_or_default(),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// What to group a cost report by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupBy {
+    /// A tag (`team`, `project`, `model`, `user`, any key); untagged charges go to `(untagged)`.
+    Tag(String),
+    /// Provider.
+    Provider,
+    /// Service.
+    Service,
+    /// GPU type.
+    Gpu,
+    /// Pricing model.
+    Pricing,
+    /// Region.
+    Region,
+    /// UTC day of the start.
+    Day,
+    /// UTC month of the start.
+    Month,
+}
+
+impl GroupBy {
+    /// Parses `team`, `provider`, `tag:cost-center`, ...
+    pub fn parse(s: &str) -> GroupBy {
+        match s.trim() {
+            "provider" => GroupBy::Provider,
+            "service" => GroupBy::Service,
+            "gpu" => GroupBy::Gpu,
+            "pricing" => GroupBy::Pricing,
+            "region" => GroupBy::Region,
+            "day" => GroupBy::Day,
+            "month" => GroupBy::Month,
+            other => GroupBy::Tag(other.strip_prefix("tag:").unwrap_or(other).to_string()),
+        }
+    }
+
+    fn key(&self, c: &Charge) -> String {
+        let date = |len: usize| {
+            jiff::Timestamp::from_millisecond(c.start_ms)
+                .map(|t| t.to_string().chars().take(len).collect())
+                .unwrap_or_default()
+        };
+        let or_none = |s: &str| if s.is_empty() { "(none)".to_string() } else { s.to_string() };
+        match self {
+            GroupBy::Tag(k) => c.tags.get(k).cloned().unwrap_or_else(|| "(untagged)".into()),
+            GroupBy::Provider => or_none(&c.provider),
+            GroupBy::Service => or_none(&c.service),
+            GroupBy::Gpu => or_none(&c.gpu),
+            GroupBy::Pricing => or_none(&c.pricing),
+            GroupBy::Region => or_none(&c.region),
+            GroupBy::Day => date(10),
+            GroupBy::Month => date(7),
+        }
+    }
+}
+
+/// One row of a cost report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportRow {
+    /// The group.
+    pub key: String,
+    /// Sum of billed cost.
+    pub billed_cost: Decimal,
+    /// Sum of effective cost.
+    pub effective_cost: Decimal,
+    /// Sum of list cost.
+    pub list_cost: Decimal,
+    /// Sum of GPU-hours.
+    pub gpu_hours: Decimal,
+    /// Charges in the group.
+    pub charges: usize,
+}
+
+/// Groups charges (all in one currency: convert first). Exact: every charge lands in exactly
+/// one row, so the rows add up to the total to the last decimal.
+pub fn group_charges(charges: &[Charge], by: &GroupBy) -> Vec<ReportRow> {
+    let mut groups: BTreeMap<String, ReportRow> = BTreeMap::new();
+    for c in charges {
+        let key = by.key(c);
+        let row = groups.entry(key.clone()).or_insert_with(|| ReportRow {
+            key,
+            billed_cost: Decimal::ZERO,
+            effective_cost: Decimal::ZERO,
+            list_cost: Decimal::ZERO,
+            gpu_hours: Decimal::ZERO,
+            charges: 0,
+        });
+        row.billed_cost += c.billed_cost;
+        row.effective_cost += c.effective_cost;
+        row.list_cost += c.list_cost;
+        row.gpu_hours += c.gpu_hours();
+        row.charges += 1;
+    }
+    let mut rows: Vec<ReportRow> = groups.into_values().collect();
+    rows.sort_by(|a, b| b.billed_cost.cmp(&a.billed_cost).then(a.key.cmp(&b.key)));
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn charge(i: usize, team: &str, cents: i64) -> Charge {
+        Charge {
+            key: format!("k{i}"),
+            source: ChargeSource::Usage,
+            provider: "aws".into(),
+            service: "compute".into(),
+            region: "us-east-1".into(),
+            resource_id: format!("r{i}"),
+            instance_type: "p5.48xlarge".into(),
+            gpu: "H100".into(),
+            gpu_count: 8,
+            pricing: "on_demand".into(),
+            start_ms: 1_700_000_000_000 + i as i64 * 1000,
+            end_ms: 1_700_000_360_000 + i as i64 * 1000,
+            billed_cost: Decimal::new(cents, 11),
+            effective_cost: Decimal::new(cents, 11),
+            list_cost: Decimal::new(cents * 2, 11),
+            currency: Currency::USD,
+            tags: [("team".to_string(), team.to_string())].into_iter().filter(|(_, v)| !v.is_empty()).collect(),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn attribution_adds_up_exactly_and_ignores_order(costs in proptest::collection::vec((0usize..4, 1i64..10_000_000_000_000), 1..200), seed in any::<u64>()) {
+            let teams = ["ml", "infra", "research", ""];
+            let charges: Vec<Charge> = costs.iter().enumerate().map(|(i, (t, c))| charge(i, teams[*t], *c)).collect();
+            let total: Decimal = charges.iter().map(|c| c.billed_cost).sum();
+            let rows = group_charges(&charges, &GroupBy::parse("team"));
+            prop_assert_eq!(rows.iter().map(|r| r.billed_cost).sum::<Decimal>(), total);
+            prop_assert_eq!(rows.iter().map(|r| r.charges).sum::<usize>(), charges.len());
+            let mut shuffled = charges.clone();
+            fastrand::Rng::with_seed(seed).shuffle(&mut shuffled);
+            prop_assert_eq!(group_charges(&shuffled, &GroupBy::parse("team")), rows);
+        }
+    }
+
+    #[test]
+    fn stored_charges_are_idempotent() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("l.db")).unwrap();
+        let batch: Vec<Charge> = (0..10).map(|i| charge(i, "ml", 12_345_678_901)).collect();
+        assert_eq!(store.add_charges(&batch).unwrap(), 10);
+        assert_eq!(store.add_charges(&batch).unwrap(), 0, "a re-import adds nothing");
+        let back = store.charges(None, None, &[]).unwrap();
+        assert_eq!(back, batch, "amounts keep all 11 decimals");
+        assert_eq!(stable_key("abc"), stable_key("abc"));
+        assert_ne!(stable_key("abc"), stable_key("abd"));
+    }
+}
