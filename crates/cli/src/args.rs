@@ -54,6 +54,51 @@ pub(crate) enum Command {
     /// Cost reports from the ledger.
     #[command(subcommand)]
     Cost(CostCommand),
+    /// Budgets per scope with threshold and forecast alerts.
+    #[command(subcommand)]
+    Budget(BudgetCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum BudgetCommand {
+    /// Create or replace a budget.
+    Set(BudgetSetArgs),
+    /// Spend, forecast and alerts of every budget for the current period (fires due alerts).
+    Status(BudgetStatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BudgetSetArgs {
+    /// Budget name.
+    pub(crate) name: String,
+    /// Scope `key=value` (a tag, or `provider=aws`); repeatable, all must match. No scope = everything.
+    #[arg(long)]
+    pub(crate) scope: Vec<String>,
+    /// Amount, with or without currency (`5000 USD`, `5000`).
+    #[arg(long, num_args = 1..=2)]
+    pub(crate) amount: Vec<String>,
+    /// daily, weekly or monthly (calendar periods, UTC).
+    #[arg(long, default_value = "monthly")]
+    pub(crate) period: String,
+    /// Alert thresholds, percent of the amount.
+    #[arg(long, value_delimiter = ',', default_value = "50,80,100")]
+    pub(crate) alert: Vec<u32>,
+    /// Also alert when the forecast for the period crosses a threshold.
+    #[arg(long)]
+    pub(crate) forecast: bool,
+    /// POST alerts as JSON to this http:// URL.
+    #[arg(long)]
+    pub(crate) webhook: Option<String>,
+    /// Refuse new launches in the scope once spend reaches the amount.
+    #[arg(long)]
+    pub(crate) enforce: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BudgetStatusArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -185,6 +230,9 @@ pub(crate) struct LaunchArgs {
     /// Spot policy: gpubroker, uniform-progress, greedy or on-demand.
     #[arg(long, default_value = "gpubroker")]
     pub(crate) policy: String,
+    /// Cost-attribution tags `key=value` (team, project, model, user, ...), repeatable.
+    #[arg(long)]
+    pub(crate) tag: Vec<String>,
     /// `--backend sim`: spot availability traces of the zones (files or directories).
     #[arg(long, value_delimiter = ',')]
     pub(crate) trace: Vec<PathBuf>,

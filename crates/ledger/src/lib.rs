@@ -19,8 +19,10 @@
 #![deny(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod budgets;
 mod charges;
 mod store;
 
+pub use budgets::Budget;
 pub use charges::{Charge, ChargeSource, GroupBy, ReportRow, group_charges, stable_key};
 pub use store::{Attempt, AttemptState, Event, Job, JobState, Store, StoreError};

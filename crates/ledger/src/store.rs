@@ -245,7 +245,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     submitted_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
-    message TEXT
+    message TEXT,
+    tags TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -295,6 +296,26 @@ CREATE TABLE IF NOT EXISTS charges (
     tags TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS charges_time ON charges(start_ms);
+CREATE TABLE IF NOT EXISTS budgets (
+    name TEXT PRIMARY KEY,
+    scope TEXT NOT NULL,
+    amount TEXT NOT NULL,
+    currency TEXT NOT NULL,
+    period TEXT NOT NULL,
+    alerts TEXT NOT NULL,
+    forecast INTEGER NOT NULL,
+    webhook TEXT,
+    enforce INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS budget_alerts (
+    budget TEXT NOT NULL,
+    period_start INTEGER NOT NULL,
+    threshold INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    amount TEXT NOT NULL,
+    fired_at INTEGER NOT NULL,
+    PRIMARY KEY (budget, period_start, threshold, kind)
+);
 ";
 
 impl Store {
@@ -333,11 +354,20 @@ impl Store {
     }
 
     /// Records a new job as PENDING and returns its id.
-    pub fn submit(&self, name: &str, spec: &str, queue: &str, priority: i64, now_ms: i64) -> Result<i64, StoreError> {
+    pub fn submit(
+        &self,
+        name: &str,
+        spec: &str,
+        queue: &str,
+        priority: i64,
+        tags: &std::collections::BTreeMap<String, String>,
+        now_ms: i64,
+    ) -> Result<i64, StoreError> {
         let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
+        let tags = serde_json::to_string(tags).unwrap_or_else(|_| "{}".into());
         tx.execute(
-            "INSERT INTO jobs (name, spec, queue, priority, state, submitted_at, updated_at) VALUES (?1, ?2, ?3, ?4, 'PENDING', ?5, ?5)",
-            params![name, spec, queue, priority, now_ms],
+            "INSERT INTO jobs (name, spec, queue, priority, state, submitted_at, updated_at, tags) VALUES (?1, ?2, ?3, ?4, 'PENDING', ?5, ?5, ?6)",
+            params![name, spec, queue, priority, now_ms, tags],
         )
         .map_err(|e| self.err(e))?;
         let id = tx.last_insert_rowid();
@@ -417,6 +447,15 @@ impl Store {
         )
         .map_err(|e| self.err(e))?;
         tx.commit().map_err(|e| self.err(e))
+    }
+
+    /// A job's tags (`team`, `project`, ...).
+    pub fn job_tags(&self, id: i64) -> Result<std::collections::BTreeMap<String, String>, StoreError> {
+        let text: String = self
+            .conn
+            .query_row("SELECT tags FROM jobs WHERE id = ?1", params![id], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        Ok(serde_json::from_str(&text).unwrap_or_default())
     }
 
     /// Flags a job for cancellation (the controller acts on it).
@@ -541,8 +580,9 @@ impl Store {
             let job = self.job(a.job_id)?;
             let billed = a.cost(ended_at_ms);
             let zone = a.placement.split_whitespace().find_map(|w| w.strip_prefix("zone=")).unwrap_or("").to_string();
-            let tags: std::collections::BTreeMap<String, String> =
-                [("job".to_string(), job.name.clone()), ("queue".to_string(), job.queue.clone())].into_iter().collect();
+            let mut tags = self.job_tags(a.job_id)?;
+            tags.insert("job".to_string(), job.name.clone());
+            tags.insert("queue".to_string(), job.queue.clone());
             let currency = a.currency.parse().unwrap_or(gpubroker_core::Currency::USD);
             tx.execute(
                 "INSERT OR IGNORE INTO charges (key, source, provider, service, region, resource_id, instance_type, gpu, gpu_count,
@@ -636,7 +676,7 @@ mod tests {
     fn intent_is_idempotent_and_states_flow() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("ledger.db")).unwrap();
-        let id = store.submit("j", "{}", "default", 0, 1000).unwrap();
+        let id = store.submit("j", "{}", "default", 0, &Default::default(), 1000).unwrap();
         assert_eq!(store.job(id).unwrap().state, JobState::Pending);
         let a = store.record_launch_intent(id, 1, "local", "slot 0", "on_demand", "0.5", "USD", 2000).unwrap();
         let again = store.record_launch_intent(id, 1, "local", "slot 1", "on_demand", "0.9", "USD", 3000).unwrap();

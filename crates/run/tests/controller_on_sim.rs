@@ -62,7 +62,8 @@ fn controller_cost(policy: Policy, avail: &[bool], start_tick: usize, cfg: &Back
         spot_hour_price: Some(cfg.spot_price.to_string()),
         policy: policy.name().into(),
     };
-    let id = store.submit("sim", &serde_json::to_string(&spec).unwrap(), "q", 0, start_ms).unwrap();
+    let id =
+        store.submit("sim", &serde_json::to_string(&spec).unwrap(), "q", 0, &Default::default(), start_ms).unwrap();
     let (clock, time) = Clock::simulated(t0);
     let config = ControllerConfig {
         poll_interval: Duration::ZERO,

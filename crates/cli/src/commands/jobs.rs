@@ -188,7 +188,11 @@ pub(crate) fn launch(ctx: &Context, args: &LaunchArgs, out: &mut impl Write) -> 
         spot_hour_price: None,
         policy: args.policy.clone(),
     };
-    let id = store.submit(&task.name, &serde_json::to_string(&spec)?, &args.queue, args.priority, now)?;
+    let mut tags = super::usage::parse_tags(&args.tag.join(";")).map_err(|e| anyhow!("`--tag`: {e}"))?;
+    tags.entry("job".into()).or_insert_with(|| task.name.clone());
+    tags.entry("queue".into()).or_insert_with(|| args.queue.clone());
+    super::budget::enforce(&store, &ctx.catalog, &tags, now)?;
+    let id = store.submit(&task.name, &serde_json::to_string(&spec)?, &args.queue, args.priority, &tags, now)?;
     if !args.no_controller {
         ensure_controller(&home)?;
     }
@@ -292,7 +296,7 @@ fn simulate(
         spot_hour_price: Some(args.spot_price.to_string()),
         policy: policy.name().into(),
     };
-    let id = store.submit(&task.name, &serde_json::to_string(&spec)?, "sim", 0, start_ms)?;
+    let id = store.submit(&task.name, &serde_json::to_string(&spec)?, "sim", 0, &Default::default(), start_ms)?;
     let (clock, time) = Clock::simulated(start);
     let config = ControllerConfig {
         poll_interval: Duration::ZERO,

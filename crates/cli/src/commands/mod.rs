@@ -1,6 +1,7 @@
 //! One file per subcommand; each is a function of resolved values that writes to stdout.
 
 mod backtest;
+mod budget;
 mod catalog;
 mod estimate;
 mod gpus;
@@ -11,7 +12,7 @@ mod usage;
 use anyhow::Result;
 
 use crate::ExitStatus;
-use crate::args::{CatalogCommand, Cli, Command, CostCommand, UsageCommand};
+use crate::args::{BudgetCommand, CatalogCommand, Cli, Command, CostCommand, UsageCommand};
 use crate::context::Context;
 
 pub(crate) fn run(cli: Cli) -> Result<ExitStatus> {
@@ -36,6 +37,8 @@ pub(crate) fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Usage(UsageCommand::Add(args)) => usage::add(&ctx, &args, &mut out),
         Command::Usage(UsageCommand::Import(args)) => usage::import(&ctx, &args, &mut out),
         Command::Cost(CostCommand::Report(args)) => usage::report(&ctx, &args, &mut out),
+        Command::Budget(BudgetCommand::Set(args)) => budget::set(&ctx, &args, &mut out),
+        Command::Budget(BudgetCommand::Status(args)) => budget::status(&ctx, &args, &mut out),
     }
 }
 

@@ -50,7 +50,7 @@ fn parse_time(text: &str) -> Result<jiff::Timestamp, String> {
     dt.to_zoned_datetime(jiff::tz::TimeZone::UTC).map(|z| z.timestamp()).map_err(|e| e.to_string())
 }
 
-fn parse_tags(text: &str) -> Result<BTreeMap<String, String>, String> {
+pub(crate) fn parse_tags(text: &str) -> Result<BTreeMap<String, String>, String> {
     let mut tags = BTreeMap::new();
     for part in text.split([';', ',']).map(str::trim).filter(|p| !p.is_empty()) {
         let (k, v) = part.split_once('=').ok_or_else(|| format!("tag `{part}`: expected key=value"))?;

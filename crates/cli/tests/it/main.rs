@@ -2,6 +2,7 @@
 //! command. Output is snapshotted with insta; `GPUBROKER_NOW` fixes the clock.
 
 mod backtest;
+mod budget;
 mod catalog;
 mod common;
 mod errors;

@@ -1,0 +1,315 @@
+//! Budgets: `budget set`, `budget status` (which fires due alerts), and enforcement at launch.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::str::FromStr;
+
+use anyhow::{Result, anyhow, bail};
+use comfy_table::Cell;
+use gpubroker_catalog::Catalog;
+use gpubroker_core::{Currency, Decimal, Money};
+use gpubroker_ledger::{Budget, Store};
+use jiff::civil::Date;
+use jiff::{Timestamp, ToSpan};
+use serde::Serialize;
+
+use super::jobs::{home, open_store};
+use crate::ExitStatus;
+use crate::args::{BudgetSetArgs, BudgetStatusArgs};
+use crate::context::Context;
+use crate::output::{align_right, money, table, write_json};
+
+/// The calendar period (UTC) containing `now`: [start, end).
+fn period_bounds(period: &str, now: Timestamp) -> Result<(Timestamp, Timestamp)> {
+    let today: Date = now.to_zoned_datetime(jiff::tz::TimeZone::UTC).date();
+    let (start, end) = match period {
+        "daily" => (today, today.checked_add(1.day())?),
+        "weekly" => {
+            let back = i64::from(today.weekday().to_monday_zero_offset());
+            let monday = today.checked_sub(back.days())?;
+            (monday, monday.checked_add(7.days())?)
+        }
+        "monthly" => {
+            let first = today.first_of_month();
+            (first, first.checked_add(1.month())?)
+        }
+        other => bail!("unknown period `{other}`: expected daily, weekly or monthly"),
+    };
+    let at = |d: Date| -> Result<Timestamp> { Ok(d.to_zoned_datetime(jiff::tz::TimeZone::UTC)?.timestamp()) };
+    Ok((at(start)?, at(end)?))
+}
+
+fn in_scope(scope: &BTreeMap<String, String>, provider: &str, tags: &BTreeMap<String, String>) -> bool {
+    scope.iter().all(|(k, v)| if k == "provider" { provider.eq_ignore_ascii_case(v) } else { tags.get(k) == Some(v) })
+}
+
+#[derive(Serialize)]
+struct BudgetState {
+    name: String,
+    scope: BTreeMap<String, String>,
+    period: String,
+    period_start: String,
+    period_end: String,
+    amount: Decimal,
+    currency: Currency,
+    spent: Decimal,
+    running: Decimal,
+    forecast: Decimal,
+    spent_pct: Decimal,
+    forecast_pct: Decimal,
+    alerts_fired: Vec<String>,
+    enforce: bool,
+}
+
+/// Spend in the budget's current period: ledger charges that started in it, plus what running
+/// attempts have cost so far; the forecast extends the period-to-date trend to the period's end
+/// and adds the running attempts' burn rate for the hours left.
+fn evaluate(store: &Store, catalog: &Catalog, b: &Budget, now: Timestamp) -> Result<BudgetState> {
+    let (start, end) = period_bounds(&b.period, now)?;
+    let currency: Currency = b.currency.parse().map_err(|e| anyhow!("budget `{}`: {e}", b.name))?;
+    let amount = Decimal::from_str(&b.amount).map_err(|_| anyhow!("budget `{}`: bad amount", b.name))?;
+    let fx = catalog.fx();
+    let now_ms = now.as_millisecond();
+    let mut spent = Decimal::ZERO;
+    for c in store.charges(Some(start.as_millisecond()), Some(now_ms.max(start.as_millisecond() + 1)), &[])? {
+        if c.start_ms >= start.as_millisecond()
+            && c.start_ms < end.as_millisecond()
+            && in_scope(&b.scope, &c.provider, &c.tags)
+        {
+            spent += fx.convert(Money::new(c.billed_cost, c.currency), currency)?.amount;
+        }
+    }
+    let (mut running, mut burn_per_hour) = (Decimal::ZERO, Decimal::ZERO);
+    for job in store.jobs(true)? {
+        let mut tags = store.job_tags(job.id)?;
+        tags.entry("job".into()).or_insert(job.name.clone());
+        tags.entry("queue".into()).or_insert(job.queue.clone());
+        for a in store.attempts(job.id)?.iter().filter(|a| !a.state.is_over() && a.started_at_ms.is_some()) {
+            if !in_scope(&b.scope, &a.backend, &tags) {
+                continue;
+            }
+            let cur: Currency = a.currency.parse().unwrap_or(Currency::USD);
+            running += fx.convert(Money::new(a.cost(now_ms), cur), currency)?.amount;
+            burn_per_hour +=
+                fx.convert(Money::new(Decimal::from_str(&a.hourly_price).unwrap_or_default(), cur), currency)?.amount;
+        }
+    }
+    let elapsed = Decimal::from((now_ms - start.as_millisecond()).max(1));
+    let length = Decimal::from(end.as_millisecond() - start.as_millisecond());
+    let hours_left = Decimal::from((end.as_millisecond() - now_ms).max(0)) / Decimal::from(3_600_000);
+    let forecast = spent * length / elapsed + running + burn_per_hour * hours_left;
+    let pct = |x: Decimal| if amount.is_zero() { Decimal::ZERO } else { (x * Decimal::from(100) / amount).round_dp(1) };
+    let fired =
+        store.alerts_fired(&b.name, start.as_millisecond())?.into_iter().map(|(t, k, _)| format!("{k} {t}%")).collect();
+    Ok(BudgetState {
+        name: b.name.clone(),
+        scope: b.scope.clone(),
+        period: b.period.clone(),
+        period_start: start.to_string(),
+        period_end: end.to_string(),
+        amount,
+        currency,
+        spent: (spent + running).round_dp(6),
+        running: running.round_dp(6),
+        forecast: forecast.round_dp(6),
+        spent_pct: pct(spent + running),
+        forecast_pct: pct(forecast),
+        alerts_fired: fired,
+        enforce: b.enforce,
+    })
+}
+
+pub(crate) fn set(ctx: &Context, args: &BudgetSetArgs, out: &mut impl Write) -> Result<ExitStatus> {
+    let text = args.amount.join(" ");
+    let money = match Decimal::from_str(text.trim()) {
+        Ok(d) => Money::new(d, ctx.currency.unwrap_or(Currency::USD)),
+        Err(_) => Money::from_str(&text).map_err(|e| anyhow!("`--amount`: {e}"))?,
+    };
+    if money.amount <= Decimal::ZERO {
+        bail!("`--amount {text}` must be more than zero");
+    }
+    if ctx.catalog.fx().rate(money.currency).is_none() {
+        bail!("`--amount {text}`: no exchange rate for {}", money.currency);
+    }
+    period_bounds(&args.period, ctx.clock.now())?;
+    if args.alert.iter().any(|a| *a == 0 || *a > 1000) {
+        bail!("`--alert`: thresholds are percentages between 1 and 1000");
+    }
+    if let Some(url) = &args.webhook
+        && !url.starts_with("http://")
+    {
+        bail!("`--webhook {url}`: only http:// URLs are supported (put a relay in front of https endpoints)");
+    }
+    let mut scope = BTreeMap::new();
+    for s in &args.scope {
+        let (k, v) = s.split_once('=').ok_or_else(|| anyhow!("`--scope {s}`: expected key=value"))?;
+        scope.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    let mut alerts = args.alert.clone();
+    alerts.sort_unstable();
+    alerts.dedup();
+    let budget = Budget {
+        name: args.name.clone(),
+        scope,
+        amount: money.amount.normalize().to_string(),
+        currency: money.currency.to_string(),
+        period: args.period.clone(),
+        alerts,
+        forecast: args.forecast,
+        webhook: args.webhook.clone(),
+        enforce: args.enforce,
+    };
+    open_store(&home()?)?.set_budget(&budget)?;
+    writeln!(
+        out,
+        "budget `{}`: {} per {} period",
+        budget.name,
+        money,
+        budget.period.trim_end_matches("ly").replace("dai", "day")
+    )?;
+    Ok(ExitStatus::Success)
+}
+
+pub(crate) fn status(ctx: &Context, args: &BudgetStatusArgs, out: &mut impl Write) -> Result<ExitStatus> {
+    let home = home()?;
+    let store = open_store(&home)?;
+    let now = ctx.clock.now();
+    let mut states = Vec::new();
+    for b in store.budgets()? {
+        let state = evaluate(&store, &ctx.catalog, &b, now)?;
+        fire_alerts(&store, &home, &b, &state, now)?;
+        states.push(evaluate(&store, &ctx.catalog, &b, now)?);
+    }
+    if args.json {
+        write_json(out, &states)?;
+        return Ok(ExitStatus::Success);
+    }
+    let mut t = table(&["budget", "scope", "period", "amount", "spent", "forecast", "alerts fired"]);
+    for s in &states {
+        let scope: Vec<String> = s.scope.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        t.add_row(vec![
+            Cell::new(&s.name),
+            Cell::new(if scope.is_empty() { "(all)".into() } else { scope.join(",") }),
+            Cell::new(&s.period),
+            Cell::new(money(s.amount, s.currency)),
+            Cell::new(format!("{} ({}%)", money(s.spent, s.currency), s.spent_pct)),
+            Cell::new(format!("{} ({}%)", money(s.forecast, s.currency), s.forecast_pct)),
+            Cell::new(s.alerts_fired.join(", ")),
+        ]);
+    }
+    align_right(&mut t, &[3, 4, 5]);
+    writeln!(out, "{t}")?;
+    Ok(ExitStatus::Success)
+}
+
+/// Fires each threshold once per period, on actual spend and (if asked) on the forecast:
+/// a line on stderr, a line in `$GPUBROKER_HOME/alerts.log`, and the webhook.
+fn fire_alerts(store: &Store, home: &std::path::Path, b: &Budget, s: &BudgetState, now: Timestamp) -> Result<()> {
+    let (start, _) = period_bounds(&b.period, now)?;
+    for &t in &b.alerts {
+        let threshold = Decimal::from(t);
+        let mut kinds = vec![("actual", s.spent_pct, s.spent)];
+        if b.forecast {
+            kinds.push(("forecast", s.forecast_pct, s.forecast));
+        }
+        for (kind, pct, value) in kinds {
+            if pct < threshold {
+                continue;
+            }
+            if !store.record_alert(
+                &b.name,
+                start.as_millisecond(),
+                t,
+                kind,
+                &value.to_string(),
+                now.as_millisecond(),
+            )? {
+                continue;
+            }
+            let line = format!(
+                "alert: budget `{}` {kind} spend {} is {pct}% of {} ({t}% threshold, {} period from {})",
+                b.name,
+                money(value, s.currency),
+                money(s.amount, s.currency),
+                b.period,
+                s.period_start
+            );
+            eprintln!("{line}");
+            let mut log = std::fs::File::options().create(true).append(true).open(home.join("alerts.log"))?;
+            writeln!(log, "{now} {line}")?;
+            if let Some(url) = &b.webhook {
+                let body = serde_json::json!({
+                    "budget": b.name, "kind": kind, "threshold_pct": t, "amount": value, "budget_amount": s.amount,
+                    "currency": s.currency, "period_start": s.period_start, "message": line,
+                });
+                if let Err(e) = post(url, &body.to_string()) {
+                    eprintln!("warning: webhook {url} failed: {e}");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A minimal HTTP/1.1 POST of JSON to an http:// URL.
+fn post(url: &str, body: &str) -> Result<()> {
+    use std::io::Read;
+    let rest = url.strip_prefix("http://").ok_or_else(|| anyhow!("not an http:// URL"))?;
+    let (host, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let addr = if host.contains(':') { host.to_string() } else { format!("{host}:80") };
+    let mut stream = std::net::TcpStream::connect(&addr)?;
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes())?;
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let status = response.split_whitespace().nth(1).unwrap_or("");
+    if !status.starts_with('2') {
+        bail!("HTTP status `{status}`");
+    }
+    Ok(())
+}
+
+/// Refuses a launch whose tags fall in an enforced budget that is spent.
+pub(crate) fn enforce(store: &Store, catalog: &Catalog, tags: &BTreeMap<String, String>, now_ms: i64) -> Result<()> {
+    let now = Timestamp::from_millisecond(now_ms)?;
+    for b in store.budgets()?.iter().filter(|b| b.enforce) {
+        // Launches run on `local` here; a `provider` scope matches it by name.
+        if !in_scope(&b.scope, "local", tags) {
+            continue;
+        }
+        let s = evaluate(store, catalog, b, now)?;
+        if s.spent >= s.amount {
+            bail!(
+                "launch refused: budget `{}` has spent {} of {} this {} period (enforced); raise it with `gpubroker budget set {} --amount ...`",
+                b.name,
+                money(s.spent, s.currency),
+                money(s.amount, s.currency),
+                b.period,
+                b.name
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calendar_periods() {
+        let now: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap_or(Timestamp::UNIX_EPOCH);
+        let (s, e) = period_bounds("monthly", now).unwrap_or((now, now));
+        assert_eq!((s.to_string(), e.to_string()), ("2026-11-01T00:00:00Z".into(), "2026-12-01T00:00:00Z".into()));
+        let (s, _) = period_bounds("weekly", now).unwrap_or((now, now));
+        assert_eq!(s.to_string(), "2026-11-23T00:00:00Z"); // a Monday
+        assert!(period_bounds("hourly", now).is_err());
+    }
+}
