@@ -163,6 +163,24 @@ pub(crate) struct UsageImportArgs {
 pub(crate) enum CostCommand {
     /// Billed, effective (amortised) and list cost and GPU-hours, grouped.
     Report(CostReportArgs),
+    /// Export the ledger as FOCUS 1.2 rows (hourly for metered usage; imported bills as they were).
+    Export(CostExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CostExportArgs {
+    /// Output format.
+    #[arg(long, default_value = "focus")]
+    pub(crate) format: String,
+    /// From (RFC 3339 or YYYY-MM-DD), inclusive.
+    #[arg(long)]
+    pub(crate) from: Option<String>,
+    /// To (RFC 3339 or YYYY-MM-DD), exclusive.
+    #[arg(long)]
+    pub(crate) to: Option<String>,
+    /// Output file (default: standard output).
+    #[arg(long, short = 'o')]
+    pub(crate) output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

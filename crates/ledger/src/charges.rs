@@ -75,9 +75,16 @@ pub struct Charge {
     pub currency: Currency,
     /// Tags (`team`, `project`, `model`, `user`, any key).
     pub tags: BTreeMap<String, String>,
+    /// For FOCUS rows: every original column, so an export reproduces the bill.
+    pub raw: BTreeMap<String, String>,
 }
 
 impl Charge {
+    /// `job`, `usage` or `focus`.
+    pub fn source_name(&self) -> &'static str {
+        self.source.as_str()
+    }
+
     /// GPU-hours of the charge.
     pub fn gpu_hours(&self) -> Decimal {
         Decimal::from(self.gpu_count) * Decimal::from((self.end_ms - self.start_ms).max(0)) / Decimal::from(3_600_000)
@@ -105,8 +112,8 @@ impl Store {
             let mut stmt = tx
                 .prepare_cached(
                     "INSERT OR IGNORE INTO charges (key, source, provider, service, region, resource_id, instance_type, gpu,
-                     gpu_count, pricing, start_ms, end_ms, billed_cost, effective_cost, list_cost, currency, tags)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                     gpu_count, pricing, start_ms, end_ms, billed_cost, effective_cost, list_cost, currency, tags, raw)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
                 )
                 .map_err(|e| self.wrap(e))?;
             for c in charges {
@@ -129,7 +136,12 @@ impl Store {
                         c.effective_cost.to_string(),
                         c.list_cost.to_string(),
                         c.currency.as_str(),
-                        tags
+                        tags,
+                        if c.raw.is_empty() {
+                            String::new()
+                        } else {
+                            serde_json::to_string(&c.raw).unwrap_or_default()
+                        }
                     ])
                     .map_err(|e| self.wrap(e))?;
             }
@@ -149,7 +161,7 @@ impl Store {
             .conn()
             .prepare(
                 "SELECT key, source, provider, service, region, resource_id, instance_type, gpu, gpu_count, pricing, start_ms,
-                 end_ms, billed_cost, effective_cost, list_cost, currency, tags FROM charges
+                 end_ms, billed_cost, effective_cost, list_cost, currency, tags, raw FROM charges
                  WHERE end_ms > ?1 AND start_ms < ?2 ORDER BY id",
             )
             .map_err(|e| self.wrap(e))?;
@@ -186,6 +198,7 @@ impl Store {
                 list_cost: dec(14)?,
                 currency,
                 tags: serde_json::from_str(&get_s(16)?).unwrap_or_default(),
+                raw: serde_json::from_str(&get_s(17)?).unwrap_or_default(),
             });
         }
         Ok(out)
@@ -263,6 +276,8 @@ pub struct ReportRow {
     pub gpu_hours: Decimal,
     /// Charges in the group.
     pub charges: usize,
+    /// Effective cost of commitments paid for but not used (FOCUS `CommitmentDiscountStatus = Unused`).
+    pub unused_commitment: Decimal,
 }
 
 /// Groups charges (all in one currency: convert first). Exact: every charge lands in exactly
@@ -278,7 +293,11 @@ pub fn group_charges(charges: &[Charge], by: &GroupBy) -> Vec<ReportRow> {
             list_cost: Decimal::ZERO,
             gpu_hours: Decimal::ZERO,
             charges: 0,
+            unused_commitment: Decimal::ZERO,
         });
+        if c.raw.get("CommitmentDiscountStatus").is_some_and(|s| s.eq_ignore_ascii_case("unused")) {
+            row.unused_commitment += c.effective_cost;
+        }
         row.billed_cost += c.billed_cost;
         row.effective_cost += c.effective_cost;
         row.list_cost += c.list_cost;
@@ -314,6 +333,7 @@ mod tests {
             list_cost: Decimal::new(cents * 2, 11),
             currency: Currency::USD,
             tags: [("team".to_string(), team.to_string())].into_iter().filter(|(_, v)| !v.is_empty()).collect(),
+            raw: BTreeMap::new(),
         }
     }
 

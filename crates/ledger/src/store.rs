@@ -293,7 +293,8 @@ CREATE TABLE IF NOT EXISTS charges (
     effective_cost TEXT NOT NULL,
     list_cost TEXT NOT NULL,
     currency TEXT NOT NULL,
-    tags TEXT NOT NULL
+    tags TEXT NOT NULL,
+    raw TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS charges_time ON charges(start_ms);
 CREATE TABLE IF NOT EXISTS budgets (

@@ -37,6 +37,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Usage(UsageCommand::Add(args)) => usage::add(&ctx, &args, &mut out),
         Command::Usage(UsageCommand::Import(args)) => usage::import(&ctx, &args, &mut out),
         Command::Cost(CostCommand::Report(args)) => usage::report(&ctx, &args, &mut out),
+        Command::Cost(CostCommand::Export(args)) => usage::export(&args, &mut out),
         Command::Budget(BudgetCommand::Set(args)) => budget::set(&ctx, &args, &mut out),
         Command::Budget(BudgetCommand::Status(args)) => budget::status(&ctx, &args, &mut out),
     }

@@ -50,6 +50,28 @@ fn parse_time(text: &str) -> Result<jiff::Timestamp, String> {
     dt.to_zoned_datetime(jiff::tz::TimeZone::UTC).map(|z| z.timestamp()).map_err(|e| e.to_string())
 }
 
+/// FOCUS times, leniently: the spec's own examples contain `2023-02-01T30:00:00Z` (hour 30),
+/// which is read as 30 hours after midnight. The original text is kept for export.
+fn parse_focus_time(text: &str) -> Result<jiff::Timestamp, String> {
+    if let Ok(t) = parse_time(text) {
+        return Ok(t);
+    }
+    let t = text.trim().trim_end_matches('Z');
+    let (date, time) = t.split_once(['T', ' ']).ok_or_else(|| format!("`{text}` is not a time"))?;
+    let date = jiff::civil::Date::from_str(date).map_err(|_| format!("`{text}` is not a time"))?;
+    let mut parts = time.split(':').map(|p| p.parse::<i64>());
+    let (h, m, sec) = match (parts.next(), parts.next(), parts.next()) {
+        (Some(Ok(h)), Some(Ok(m)), Some(Ok(s)))
+            if (0..48).contains(&h) && (0..60).contains(&m) && (0..60).contains(&s) =>
+        {
+            (h, m, s)
+        }
+        _ => return Err(format!("`{text}` is not a time")),
+    };
+    let midnight = date.to_zoned_datetime(jiff::tz::TimeZone::UTC).map_err(|e| e.to_string())?.timestamp();
+    jiff::Timestamp::from_second(midnight.as_second() + h * 3600 + m * 60 + sec).map_err(|e| e.to_string())
+}
+
 pub(crate) fn parse_tags(text: &str) -> Result<BTreeMap<String, String>, String> {
     let mut tags = BTreeMap::new();
     for part in text.split([';', ',']).map(str::trim).filter(|p| !p.is_empty()) {
@@ -133,6 +155,7 @@ fn price(catalog: &Catalog, u: &UsageInput<'_>) -> Result<Charge, (&'static str,
         list_cost: list,
         currency: billed.currency,
         tags: parse_tags(u.tags).map_err(|m| ("tags", m))?,
+        raw: BTreeMap::new(),
     })
 }
 
@@ -274,10 +297,14 @@ fn read_usage_csv(catalog: &Catalog, path: &Path) -> Result<Vec<Charge>> {
 fn read_focus(path: &Path) -> Result<Vec<Charge>> {
     let shown = path.display().to_string();
     let (mut reader, cols) = open_csv(path)?;
-    for required in ["BilledCost", "BillingCurrency", "ChargePeriodStart", "ChargePeriodEnd"] {
+    for required in ["BilledCost", "ChargePeriodStart", "ChargePeriodEnd"] {
         if !cols.contains_key(required) {
             bail!("{shown}:1: header: missing FOCUS column `{required}`");
         }
+    }
+    if !cols.contains_key("BillingCurrency") {
+        // The FOCUS 1.2 spec's own examples are column subsets without it.
+        eprintln!("warning: {shown}: no BillingCurrency column; amounts are taken as USD");
     }
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut out = Vec::new();
@@ -299,11 +326,12 @@ fn read_focus(path: &Path) -> Result<Vec<Charge>> {
             }
         };
         let billed = dec("BilledCost", None)?;
-        let start = parse_time(g("ChargePeriodStart")).map_err(|m| err("ChargePeriodStart", m))?;
-        let end = parse_time(g("ChargePeriodEnd")).map_err(|m| err("ChargePeriodEnd", m))?;
-        let currency: Currency = g("BillingCurrency")
-            .parse()
-            .map_err(|_| err("BillingCurrency", format!("`{}` is not an ISO 4217 code", g("BillingCurrency"))))?;
+        let start = parse_focus_time(g("ChargePeriodStart")).map_err(|m| err("ChargePeriodStart", m))?;
+        let end = parse_focus_time(g("ChargePeriodEnd")).map_err(|m| err("ChargePeriodEnd", m))?;
+        let currency: Currency = match g("BillingCurrency") {
+            "" => Currency::USD,
+            c => c.parse().map_err(|_| err("BillingCurrency", format!("`{c}` is not an ISO 4217 code")))?,
+        };
         let tags: BTreeMap<String, String> = match g("Tags") {
             "" => BTreeMap::new(),
             t => serde_json::from_str::<BTreeMap<String, serde_json::Value>>(t)
@@ -339,12 +367,211 @@ fn read_focus(path: &Path) -> Result<Vec<Charge>> {
             end_ms: end.as_millisecond(),
             billed_cost: billed,
             effective_cost: dec("EffectiveCost", Some(billed))?,
-            list_cost: dec("ListCost", Some(billed))?,
+            // Without a ListCost column no saving can be claimed: list = effective.
+            list_cost: dec("ListCost", Some(dec("EffectiveCost", Some(billed))?))?,
             currency,
             tags,
+            raw: cols
+                .iter()
+                .filter_map(|(name, i)| rec.get(*i).map(|v| (name.clone(), v.to_string())))
+                .filter(|(_, v)| !v.is_empty() && !v.eq_ignore_ascii_case("null"))
+                .collect(),
         });
     }
     Ok(out)
+}
+
+/// FOCUS 1.2 columns written by `cost export`, then gpubroker's `x_` columns.
+const FOCUS_COLUMNS: &[&str] = &[
+    "BilledCost",
+    "BillingAccountId",
+    "BillingAccountName",
+    "BillingCurrency",
+    "BillingPeriodEnd",
+    "BillingPeriodStart",
+    "ChargeCategory",
+    "ChargeClass",
+    "ChargeDescription",
+    "ChargeFrequency",
+    "ChargePeriodEnd",
+    "ChargePeriodStart",
+    "CommitmentDiscountCategory",
+    "CommitmentDiscountId",
+    "CommitmentDiscountName",
+    "CommitmentDiscountQuantity",
+    "CommitmentDiscountStatus",
+    "CommitmentDiscountType",
+    "CommitmentDiscountUnit",
+    "ConsumedQuantity",
+    "ConsumedUnit",
+    "ContractedCost",
+    "ContractedUnitPrice",
+    "EffectiveCost",
+    "InvoiceIssuerName",
+    "ListCost",
+    "ListUnitPrice",
+    "PricingCategory",
+    "PricingCurrency",
+    "PricingQuantity",
+    "PricingUnit",
+    "ProviderName",
+    "PublisherName",
+    "RegionId",
+    "RegionName",
+    "ResourceId",
+    "ResourceName",
+    "ResourceType",
+    "ServiceCategory",
+    "ServiceName",
+    "ServiceSubcategory",
+    "SkuId",
+    "SkuMeter",
+    "SkuPriceDetails",
+    "SkuPriceId",
+    "SubAccountId",
+    "SubAccountName",
+    "Tags",
+    "x_GpuCount",
+    "x_GpuType",
+    "x_GpuHours",
+    "x_Source",
+];
+
+fn iso(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms).map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()).unwrap_or_default()
+}
+
+fn month_bounds(ms: i64) -> (String, String) {
+    let Ok(t) = jiff::Timestamp::from_millisecond(ms) else { return (String::new(), String::new()) };
+    let first = t.to_zoned_datetime(jiff::tz::TimeZone::UTC).date().first_of_month();
+    let next = first.checked_add(jiff::ToSpan::month(1)).unwrap_or(first);
+    let at = |d: jiff::civil::Date| {
+        d.to_zoned_datetime(jiff::tz::TimeZone::UTC).map(|z| iso(z.timestamp().as_millisecond())).unwrap_or_default()
+    };
+    (at(first), at(next))
+}
+
+/// Splits `[start, end)` at UTC hour boundaries.
+fn hour_slices(start_ms: i64, end_ms: i64) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    let mut t = start_ms;
+    while t < end_ms {
+        let next = ((t.div_euclid(3_600_000)) + 1) * 3_600_000;
+        out.push((t, next.min(end_ms)));
+        t = next;
+    }
+    if out.is_empty() {
+        out.push((start_ms, end_ms));
+    }
+    out
+}
+
+/// Shares of `total` proportional to `weights`, rounded to 10 decimals, the last taking the
+/// remainder so that the shares add up to `total` exactly.
+fn split_exact(total: Decimal, weights: &[i64]) -> Vec<Decimal> {
+    let sum: i64 = weights.iter().sum::<i64>().max(1);
+    let mut shares: Vec<Decimal> =
+        weights.iter().map(|w| (total * Decimal::from(*w) / Decimal::from(sum)).round_dp(10)).collect();
+    let n = shares.len();
+    if n > 0 {
+        let before: Decimal = shares[..n - 1].iter().copied().sum();
+        shares[n - 1] = total - before;
+    }
+    shares
+}
+
+fn pricing_category(pricing: &str) -> &'static str {
+    match pricing {
+        "spot" => "Dynamic",
+        "reserved_1y" | "reserved_3y" | "committed" => "Committed",
+        _ => "Standard",
+    }
+}
+
+pub(crate) fn export(args: &crate::args::CostExportArgs, out: &mut impl Write) -> Result<ExitStatus> {
+    if args.format != "focus" {
+        bail!("`--format {}`: only `focus` (FOCUS 1.2) is supported", args.format);
+    }
+    let bound = |t: &Option<String>, name: &str| -> Result<Option<i64>> {
+        match t {
+            None => Ok(None),
+            Some(text) => Ok(Some(parse_time(text).map_err(|m| anyhow!("`--{name}`: {m}"))?.as_millisecond())),
+        }
+    };
+    let store = open_store(&home()?)?;
+    let charges = store.charges(bound(&args.from, "from")?, bound(&args.to, "to")?, &[])?;
+    let mut buffer = Vec::new();
+    {
+        let mut w = csv::Writer::from_writer(&mut buffer);
+        w.write_record(FOCUS_COLUMNS)?;
+        for c in &charges {
+            if c.source == ChargeSource::Focus {
+                // Imported bills go out as they came in (with the currency FOCUS requires).
+                let currency = c.currency.to_string();
+                w.write_record(FOCUS_COLUMNS.iter().map(|col| match c.raw.get(*col) {
+                    Some(v) => v.as_str(),
+                    None if *col == "BillingCurrency" => currency.as_str(),
+                    None => "",
+                }))?;
+                continue;
+            }
+            let slices = hour_slices(c.start_ms, c.end_ms);
+            let weights: Vec<i64> = slices.iter().map(|(a, b)| b - a).collect();
+            let billed = split_exact(c.billed_cost, &weights);
+            let effective = split_exact(c.effective_cost, &weights);
+            let list = split_exact(c.list_cost, &weights);
+            for (i, (a, b)) in slices.iter().enumerate() {
+                let hours = Decimal::from(b - a) / Decimal::from(3_600_000);
+                let (period_start, period_end) = month_bounds(*a);
+                let details =
+                    serde_json::json!({"GpuCount": c.gpu_count, "GpuType": c.gpu, "InstanceType": c.instance_type})
+                        .to_string();
+                let mut row: BTreeMap<&str, String> = BTreeMap::new();
+                row.insert("BilledCost", billed[i].to_string());
+                row.insert("BillingCurrency", c.currency.to_string());
+                row.insert("BillingPeriodStart", period_start);
+                row.insert("BillingPeriodEnd", period_end);
+                row.insert("ChargeCategory", "Usage".into());
+                row.insert(
+                    "ChargeDescription",
+                    format!("gpubroker {}: {} {}x{}", c.source_name(), c.instance_type, c.gpu, c.gpu_count),
+                );
+                row.insert("ChargeFrequency", "Usage-Based".into());
+                row.insert("ChargePeriodStart", iso(*a));
+                row.insert("ChargePeriodEnd", iso(*b));
+                row.insert("ConsumedQuantity", hours.round_dp(10).normalize().to_string());
+                row.insert("ConsumedUnit", "Hours".into());
+                row.insert("EffectiveCost", effective[i].to_string());
+                row.insert("InvoiceIssuerName", c.provider.clone());
+                row.insert("ListCost", list[i].to_string());
+                row.insert("PricingCategory", pricing_category(&c.pricing).into());
+                row.insert("PricingCurrency", c.currency.to_string());
+                row.insert("PricingQuantity", hours.round_dp(10).normalize().to_string());
+                row.insert("PricingUnit", "Hours".into());
+                row.insert("ProviderName", c.provider.clone());
+                row.insert("PublisherName", c.provider.clone());
+                row.insert("RegionId", c.region.clone());
+                row.insert("ResourceId", c.resource_id.clone());
+                row.insert("ResourceType", "GPU instance".into());
+                row.insert("ServiceCategory", "Compute".into());
+                row.insert("ServiceName", c.service.clone());
+                row.insert("SkuId", c.instance_type.clone());
+                row.insert("SkuPriceDetails", details);
+                row.insert("Tags", serde_json::to_string(&c.tags)?);
+                row.insert("x_GpuCount", c.gpu_count.to_string());
+                row.insert("x_GpuType", c.gpu.clone());
+                row.insert("x_GpuHours", (Decimal::from(c.gpu_count) * hours).round_dp(10).normalize().to_string());
+                row.insert("x_Source", c.source_name().into());
+                w.write_record(FOCUS_COLUMNS.iter().map(|col| row.get(col).map(String::as_str).unwrap_or("")))?;
+            }
+        }
+        w.flush()?;
+    }
+    match &args.output {
+        Some(path) => std::fs::write(path, &buffer).map_err(|e| anyhow!("cannot write {}: {e}", path.display()))?,
+        None => out.write_all(&buffer)?,
+    }
+    Ok(ExitStatus::Success)
 }
 
 #[derive(Serialize)]
@@ -355,6 +582,7 @@ struct RowJson {
     list_cost: Decimal,
     gpu_hours: Decimal,
     charges: usize,
+    unused_commitment: Decimal,
     currency: Currency,
 }
 
@@ -414,6 +642,7 @@ pub(crate) fn report(ctx: &Context, args: &CostReportArgs, out: &mut impl Write)
         list_cost: sum(&|r| r.list_cost),
         gpu_hours: sum(&|r| r.gpu_hours),
         charges: rows.iter().map(|r| r.charges).sum(),
+        unused_commitment: sum(&|r| r.unused_commitment),
         currency,
     };
     let report = ReportJson {
@@ -429,6 +658,7 @@ pub(crate) fn report(ctx: &Context, args: &CostReportArgs, out: &mut impl Write)
                 list_cost: r.list_cost,
                 gpu_hours: r.gpu_hours,
                 charges: r.charges,
+                unused_commitment: r.unused_commitment,
                 currency,
             })
             .collect(),
@@ -452,5 +682,8 @@ pub(crate) fn report(ctx: &Context, args: &CostReportArgs, out: &mut impl Write)
     align_right(&mut t, &[1, 2, 3, 4, 5]);
     writeln!(out, "{t}")?;
     writeln!(out, "savings vs list (on-demand) prices: {}", money(report.savings_vs_list, currency))?;
+    if !report.total.unused_commitment.is_zero() {
+        writeln!(out, "unused commitment (waste): {}", money(report.total.unused_commitment, currency))?;
+    }
     Ok(ExitStatus::Success)
 }

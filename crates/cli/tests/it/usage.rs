@@ -169,3 +169,97 @@ fn ingestion_survives_kill_9() {
     // Each row is at least the 60 s minimum at 1.006/h; the total is the exact sum.
     assert!(dec(&report["total"]["billed_cost"]) > Decimal::ZERO);
 }
+
+/// The FOCUS 1.2 commitment examples survive import → export: every original column of every
+/// row comes back unchanged, and used/unused commitment is reported.
+#[test]
+fn focus_1_2_commitment_examples_round_trip() {
+    let Some(shared) = shared() else {
+        eprintln!("skipped: ../shared not present");
+        return;
+    };
+    let dir = shared.join("data/focus-sample/focus-1.2-spec-examples/commitment_discount_scenarios");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("dir").flatten().map(|e| e.path()).collect();
+    files.sort();
+    assert_eq!(files.len(), 7);
+    for file in files {
+        let home = tempfile::tempdir().expect("home");
+        let out = run(cmd(home.path()).args(["usage", "import", "--focus"]).arg(&file));
+        assert_eq!(out.code, 0, "{}: {}", file.display(), out.stderr);
+        let exported = run(cmd(home.path()).args(["cost", "export", "--format", "focus"]));
+        assert_eq!(exported.code, 0, "{}", exported.stderr);
+        let read = |text: &str| -> Vec<BTreeMap<String, String>> {
+            let mut r = csv::Reader::from_reader(text.as_bytes());
+            let h = r.headers().expect("h").clone();
+            r.records()
+                .map(|rec| {
+                    h.iter().zip(rec.expect("rec").iter()).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+                })
+                .collect()
+        };
+        let original = read(&std::fs::read_to_string(&file).expect("read"));
+        let back = read(&exported.stdout);
+        assert_eq!(original.len(), back.len(), "{}", file.display());
+        let project = |rows: &[BTreeMap<String, String>]| -> Vec<Vec<String>> {
+            let mut v: Vec<Vec<String>> = rows
+                .iter()
+                .map(|r| {
+                    original[0].keys().map(|k| r.get(k).cloned().unwrap_or_default().replace("null", "")).collect()
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(project(&original), project(&back), "{}", file.display());
+        assert!(back.iter().all(|r| r["BillingCurrency"] == "USD"));
+        // Unused commitment is waste in the report.
+        let report = json(cmd(home.path()).args(["cost", "report", "--by", "pricing", "--json"]));
+        let unused: Decimal = original
+            .iter()
+            .filter(|r| r.get("CommitmentDiscountStatus").is_some_and(|s| s == "Unused"))
+            .map(|r| r["EffectiveCost"].parse::<Decimal>().expect("cost"))
+            .sum();
+        assert_eq!(dec(&report["total"]["unused_commitment"]), unused, "{}", file.display());
+    }
+}
+
+/// Metered usage exports as hourly FOCUS rows whose amounts add up exactly to the charge.
+#[test]
+fn usage_exports_as_hourly_focus_rows() {
+    let home = tempfile::tempdir().expect("home");
+    let out = run(cmd(home.path()).args([
+        "usage",
+        "add",
+        "--resource",
+        "i-9",
+        "--provider",
+        "aws",
+        "--instance-type",
+        "p5.48xlarge",
+        "--gpu",
+        "H100",
+        "--gpu-count",
+        "8",
+        "--start",
+        "2026-11-01T00:20:00Z",
+        "--end",
+        "2026-11-01T03:05:00Z",
+        "--hourly-rate",
+        "98.32 USD",
+        "--tags",
+        "team=ml",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let exported = run(cmd(home.path()).args(["cost", "export"]));
+    let mut r = csv::Reader::from_reader(exported.stdout.as_bytes());
+    let h = r.headers().expect("h").clone();
+    let col = |n: &str| h.iter().position(|x| x == n).expect(n);
+    let rows: Vec<csv::StringRecord> = r.records().map(|x| x.expect("row")).collect();
+    assert_eq!(rows.len(), 4, "00:20-01, 01-02, 02-03, 03-03:05");
+    let total: Decimal = rows.iter().map(|x| x[col("BilledCost")].parse::<Decimal>().expect("d")).sum();
+    // 2 h 45 min at 98.32/h.
+    assert_eq!(total, Decimal::new(9832, 2) * Decimal::new(275, 2));
+    assert!(rows.iter().all(|x| &x[col("PricingCategory")] == "Standard" && &x[col("x_GpuCount")] == "8"));
+    assert!(rows[0][col("SkuPriceDetails")].contains("\"GpuCount\":8"));
+    assert!(rows[0][col("Tags")].contains("\"team\":\"ml\""));
+}
