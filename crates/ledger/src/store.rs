@@ -294,7 +294,15 @@ CREATE TABLE IF NOT EXISTS charges (
     list_cost TEXT NOT NULL,
     currency TEXT NOT NULL,
     tags TEXT NOT NULL,
-    raw TEXT NOT NULL DEFAULT ''
+    raw TEXT NOT NULL DEFAULT '',
+    billed_u INTEGER NOT NULL DEFAULT 0,
+    billed_f INTEGER NOT NULL DEFAULT 0,
+    effective_u INTEGER NOT NULL DEFAULT 0,
+    effective_f INTEGER NOT NULL DEFAULT 0,
+    list_u INTEGER NOT NULL DEFAULT 0,
+    list_f INTEGER NOT NULL DEFAULT 0,
+    gpu_ms INTEGER NOT NULL DEFAULT 0,
+    unused INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS charges_time ON charges(start_ms);
 CREATE TABLE IF NOT EXISTS budgets (
@@ -585,25 +593,27 @@ impl Store {
             tags.insert("job".to_string(), job.name.clone());
             tags.insert("queue".to_string(), job.queue.clone());
             let currency = a.currency.parse().unwrap_or(gpubroker_core::Currency::USD);
-            tx.execute(
-                "INSERT OR IGNORE INTO charges (key, source, provider, service, region, resource_id, instance_type, gpu, gpu_count,
-                 pricing, start_ms, end_ms, billed_cost, effective_cost, list_cost, currency, tags)
-                 VALUES (?1, 'job', ?2, 'compute', ?3, ?4, ?5, '', 0, ?6, ?7, ?8, ?9, ?9, ?9, ?10, ?11)",
-                params![
-                    format!("job:{key}"),
-                    a.backend,
-                    zone,
-                    key,
-                    a.placement,
-                    a.pricing,
-                    a.started_at_ms.unwrap_or(ended_at_ms),
-                    ended_at_ms,
-                    billed.to_string(),
-                    currency.as_str(),
-                    serde_json::to_string(&tags).unwrap_or_default()
-                ],
-            )
-            .map_err(|e| self.err(e))?;
+            let charge = crate::charges::Charge {
+                key: format!("job:{key}"),
+                source: crate::charges::ChargeSource::Job,
+                provider: a.backend.clone(),
+                service: "compute".into(),
+                region: zone,
+                resource_id: key.to_string(),
+                instance_type: a.placement.clone(),
+                gpu: String::new(),
+                gpu_count: 0,
+                pricing: a.pricing.clone(),
+                start_ms: a.started_at_ms.unwrap_or(ended_at_ms),
+                end_ms: ended_at_ms,
+                billed_cost: billed,
+                effective_cost: billed,
+                list_cost: billed,
+                currency,
+                tags,
+                raw: Default::default(),
+            };
+            crate::charges::insert_charge(&tx, &charge).map_err(|e| self.err(e))?;
         }
         tx.commit().map_err(|e| self.err(e))?;
         Ok(n > 0)

@@ -9,7 +9,7 @@ use anyhow::{Result, anyhow, bail};
 use comfy_table::Cell;
 use gpubroker_catalog::Catalog;
 use gpubroker_core::{Billing, Currency, Decimal, Money, PricingModel, RateCard};
-use gpubroker_ledger::{Charge, ChargeSource, GroupBy, group_charges, stable_key};
+use gpubroker_ledger::{Charge, ChargeSource, GroupBy, stable_key};
 use serde::Serialize;
 
 use super::jobs::{home, open_store};
@@ -613,27 +613,39 @@ pub(crate) fn report(ctx: &Context, args: &CostReportArgs, out: &mut impl Write)
         })
         .collect::<Result<Vec<_>>>()?;
     let store = open_store(&home()?)?;
-    let mut charges = store.charges(bound(&args.from, "from")?, bound(&args.to, "to")?, &sources)?;
+    let by = GroupBy::parse(&args.by);
+    // SQLite adds the split integer amounts exactly; rows come per (group, currency).
+    let per_currency = store.report(&by, bound(&args.from, "from")?, bound(&args.to, "to")?, &sources)?;
     // One currency: the one asked for, else the one most charges are in.
     let currency = ctx.currency.unwrap_or_else(|| {
         let mut counts: BTreeMap<Currency, usize> = BTreeMap::new();
-        for c in &charges {
-            *counts.entry(c.currency).or_default() += 1;
+        for (r, c) in &per_currency {
+            *counts.entry(*c).or_default() += r.charges;
         }
         counts.into_iter().max_by_key(|(_, n)| *n).map(|(c, _)| c).unwrap_or(Currency::USD)
     });
     let fx = ctx.catalog.fx();
-    for c in &mut charges {
-        if c.currency != currency {
-            let factor = fx.factor(c.currency, currency)?;
-            c.billed_cost *= factor;
-            c.effective_cost *= factor;
-            c.list_cost *= factor;
-            c.currency = currency;
-        }
+    let mut merged: BTreeMap<String, gpubroker_ledger::ReportRow> = BTreeMap::new();
+    for (r, c) in per_currency {
+        let factor = fx.factor(c, currency)?;
+        let row = merged.entry(r.key.clone()).or_insert_with(|| gpubroker_ledger::ReportRow {
+            key: r.key.clone(),
+            billed_cost: Decimal::ZERO,
+            effective_cost: Decimal::ZERO,
+            list_cost: Decimal::ZERO,
+            gpu_hours: Decimal::ZERO,
+            charges: 0,
+            unused_commitment: Decimal::ZERO,
+        });
+        row.billed_cost += r.billed_cost * factor;
+        row.effective_cost += r.effective_cost * factor;
+        row.list_cost += r.list_cost * factor;
+        row.gpu_hours += r.gpu_hours;
+        row.charges += r.charges;
+        row.unused_commitment += r.unused_commitment * factor;
     }
-    let by = GroupBy::parse(&args.by);
-    let rows = group_charges(&charges, &by);
+    let mut rows: Vec<gpubroker_ledger::ReportRow> = merged.into_values().collect();
+    rows.sort_by(|a, b| b.billed_cost.cmp(&a.billed_cost).then(a.key.cmp(&b.key)));
     let sum = |f: &dyn Fn(&gpubroker_ledger::ReportRow) -> Decimal| rows.iter().map(f).sum::<Decimal>();
     let total = RowJson {
         key: "total".into(),
