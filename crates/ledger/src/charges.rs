@@ -196,8 +196,9 @@ pub(crate) fn insert_charge(conn: &rusqlite::Connection, c: &Charge) -> rusqlite
     let mut stmt = conn.prepare_cached(
         "INSERT OR IGNORE INTO charges (key, source, provider, service, region, resource_id, instance_type, gpu,
          gpu_count, pricing, start_ms, end_ms, billed_cost, effective_cost, list_cost, currency, tags, raw,
-         billed_u, billed_f, effective_u, effective_f, list_u, list_f, gpu_ms, unused)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
+         billed_u, billed_f, effective_u, effective_f, list_u, list_f, gpu_ms, unused, tag_team, tag_project, tag_model, tag_user)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26,
+                 ?27, ?28, ?29, ?30)",
     )?;
     stmt.execute(params![
         c.key,
@@ -225,11 +226,39 @@ pub(crate) fn insert_charge(conn: &rusqlite::Connection, c: &Charge) -> rusqlite
         lu,
         lf,
         gpu_ms,
-        unused
+        unused,
+        c.tags.get("team"),
+        c.tags.get("project"),
+        c.tags.get("model"),
+        c.tags.get("user")
     ])
 }
 
 impl Store {
+    /// Benchmark data: copies of the charges with ids `1..=template_rows` until the table holds
+    /// `total` rows, generated inside SQLite (keys `bench:N`). Not for production data.
+    pub fn bench_fill(&self, template_rows: u64, total: u64) -> Result<(), StoreError> {
+        if total <= template_rows {
+            return Ok(());
+        }
+        self.conn()
+            .execute_batch(&format!(
+                "BEGIN;
+                 WITH RECURSIVE n(i) AS (SELECT {template_rows} UNION ALL SELECT i + 1 FROM n WHERE i < {last})
+                 INSERT INTO charges (key, source, provider, service, region, resource_id, instance_type, gpu, gpu_count, pricing,
+                     start_ms, end_ms, billed_cost, effective_cost, list_cost, currency, tags, raw, billed_u, billed_f, effective_u,
+                     effective_f, list_u, list_f, gpu_ms, unused, tag_team, tag_project, tag_model, tag_user)
+                 SELECT 'bench:' || n.i, c.source, c.provider, c.service, c.region, c.resource_id, c.instance_type, c.gpu, c.gpu_count,
+                     c.pricing, c.start_ms, c.end_ms, c.billed_cost, c.effective_cost, c.list_cost, c.currency, c.tags, c.raw,
+                     c.billed_u, c.billed_f, c.effective_u, c.effective_f, c.list_u, c.list_f, c.gpu_ms, c.unused,
+                     c.tag_team, c.tag_project, c.tag_model, c.tag_user
+                 FROM n JOIN charges c ON c.id = (n.i % {template_rows}) + 1;
+                 COMMIT;",
+                last = total - 1
+            ))
+            .map_err(|e| self.wrap(e))
+    }
+
     /// A grouped cost report computed by SQLite: exact integer sums of the split amounts, one
     /// row per (group, currency). Same result as [`group_charges`] (a test checks), without
     /// loading every charge.
@@ -241,6 +270,7 @@ impl Store {
         sources: &[ChargeSource],
     ) -> Result<Vec<(ReportRow, Currency)>, StoreError> {
         let key_sql = match by {
+            GroupBy::Tag(k) if STANDARD_TAGS.contains(&k.as_str()) => format!("COALESCE(tag_{k}, '(untagged)')"),
             GroupBy::Tag(_) => "COALESCE(json_extract(tags, ?3), '(untagged)')".to_string(),
             GroupBy::Provider => "CASE provider WHEN '' THEN '(none)' ELSE provider END".into(),
             GroupBy::Service => "CASE service WHEN '' THEN '(none)' ELSE service END".into(),
@@ -277,7 +307,8 @@ impl Store {
             }
             Ok((r.get(0)?, r.get(1)?, v))
         };
-        let rows: Vec<(String, String, [i64; 10])> = if matches!(by, GroupBy::Tag(_)) {
+        let json_tag = matches!(by, GroupBy::Tag(k) if !STANDARD_TAGS.contains(&k.as_str()));
+        let rows: Vec<(String, String, [i64; 10])> = if json_tag {
             stmt.query_map(params![from, to, tag_path], map).map_err(|e| self.wrap(e))?.collect::<Result<_, _>>()
         } else {
             stmt.query_map(params![from, to], map).map_err(|e| self.wrap(e))?.collect::<Result<_, _>>()
@@ -304,6 +335,9 @@ impl Store {
         Ok(out)
     }
 }
+
+/// Tags stored as columns too (the attribution keys every team uses).
+const STANDARD_TAGS: [&str; 4] = ["team", "project", "model", "user"];
 
 /// What to group a cost report by.
 #[derive(Debug, Clone, PartialEq, Eq)]

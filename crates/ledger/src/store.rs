@@ -302,7 +302,12 @@ CREATE TABLE IF NOT EXISTS charges (
     list_u INTEGER NOT NULL DEFAULT 0,
     list_f INTEGER NOT NULL DEFAULT 0,
     gpu_ms INTEGER NOT NULL DEFAULT 0,
-    unused INTEGER NOT NULL DEFAULT 0
+    unused INTEGER NOT NULL DEFAULT 0,
+    -- The attribution tags every report uses, as columns: grouping by them needs no JSON parsing.
+    tag_team TEXT,
+    tag_project TEXT,
+    tag_model TEXT,
+    tag_user TEXT
 );
 CREATE INDEX IF NOT EXISTS charges_time ON charges(start_ms);
 CREATE TABLE IF NOT EXISTS budgets (
