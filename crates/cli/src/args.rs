@@ -105,6 +105,8 @@ pub(crate) struct BudgetStatusArgs {
 pub(crate) enum UsageCommand {
     /// Add one usage record.
     Add(UsageAddArgs),
+    /// Ingest GPU utilisation samples of a resource (`nvidia-smi` CSV or a DCGM exporter scrape).
+    Samples(UsageSamplesArgs),
     /// Import usage records (`--csv`) or a FOCUS 1.0-1.2 cost-and-usage file (`--focus`).
     Import(UsageImportArgs),
 }
@@ -150,6 +152,19 @@ pub(crate) struct UsageAddArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct UsageSamplesArgs {
+    /// The resource the samples belong to (a usage `resource_id`, or a managed job's attempt key `JOB-ATTEMPT`).
+    #[arg(long)]
+    pub(crate) resource: String,
+    /// Output of `nvidia-smi --query-gpu=timestamp,index,utilization.gpu --format=csv` (times in UTC).
+    #[arg(long, conflicts_with = "dcgm", required_unless_present = "dcgm")]
+    pub(crate) nvidia_smi: Option<PathBuf>,
+    /// A DCGM exporter scrape (Prometheus text with `DCGM_FI_DEV_GPU_UTIL`).
+    #[arg(long)]
+    pub(crate) dcgm: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct UsageImportArgs {
     /// A CSV with columns resource_id,provider,region,instance_type,gpu,gpu_count,pricing,start,end,hourly_rate,currency,min_billable_seconds,tags.
     #[arg(long, conflicts_with = "focus", required_unless_present = "focus")]
@@ -165,6 +180,45 @@ pub(crate) enum CostCommand {
     Report(CostReportArgs),
     /// Export the ledger as FOCUS 1.2 rows (hourly for metered usage; imported bills as they were).
     Export(CostExportArgs),
+    /// Idle GPUs (utilisation under a threshold for a window) and what they cost; start/stop churn.
+    Idle(CostIdleArgs),
+    /// Days whose spend in a scope jumps above its rolling baseline, with the dimension that caused it.
+    Anomalies(CostAnomaliesArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CostIdleArgs {
+    /// Utilisation (percent) under which a GPU counts as idle.
+    #[arg(long, default_value_t = 10.0)]
+    pub(crate) threshold: f64,
+    /// How long it must stay idle (`15m`).
+    #[arg(long, default_value = "15m")]
+    pub(crate) window: String,
+    /// Cancel managed jobs whose attempt is idle right now.
+    #[arg(long)]
+    pub(crate) stop: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CostAnomaliesArgs {
+    /// Scope to watch: a tag (team, project, ...) or provider, gpu, pricing, service.
+    #[arg(long, default_value = "team")]
+    pub(crate) by: String,
+    /// Days before the baseline window to look at.
+    #[arg(long, default_value_t = 7)]
+    pub(crate) baseline_days: u32,
+    /// Spend above this multiple of the baseline is an anomaly.
+    #[arg(long, default_value_t = 2.0)]
+    pub(crate) factor: f64,
+    /// ...and at least this much above it (in the report currency).
+    #[arg(long, default_value_t = 10.0)]
+    pub(crate) min: f64,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

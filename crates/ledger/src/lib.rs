@@ -21,8 +21,10 @@
 
 mod budgets;
 mod charges;
+mod samples;
 mod store;
 
 pub use budgets::Budget;
 pub use charges::{Charge, ChargeSource, GroupBy, ReportRow, group_charges, stable_key};
+pub use samples::{IdleSpan, Sample, idle_spans};
 pub use store::{Attempt, AttemptState, Event, Job, JobState, Store, StoreError};

@@ -310,6 +310,13 @@ CREATE TABLE IF NOT EXISTS charges (
     tag_user TEXT
 );
 CREATE INDEX IF NOT EXISTS charges_time ON charges(start_ms);
+CREATE TABLE IF NOT EXISTS gpu_samples (
+    resource_id TEXT NOT NULL,
+    gpu INTEGER NOT NULL,
+    at_ms INTEGER NOT NULL,
+    util_pct REAL NOT NULL,
+    PRIMARY KEY (resource_id, gpu, at_ms)
+);
 CREATE TABLE IF NOT EXISTS budgets (
     name TEXT PRIMARY KEY,
     scope TEXT NOT NULL,

@@ -8,6 +8,7 @@ mod gpus;
 mod jobs;
 mod plan;
 mod usage;
+mod waste;
 
 use anyhow::Result;
 
@@ -38,6 +39,9 @@ pub(crate) fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Usage(UsageCommand::Import(args)) => usage::import(&ctx, &args, &mut out),
         Command::Cost(CostCommand::Report(args)) => usage::report(&ctx, &args, &mut out),
         Command::Cost(CostCommand::Export(args)) => usage::export(&args, &mut out),
+        Command::Cost(CostCommand::Idle(args)) => waste::idle(&ctx, &args, &mut out),
+        Command::Cost(CostCommand::Anomalies(args)) => waste::anomalies(&ctx, &args, &mut out),
+        Command::Usage(UsageCommand::Samples(args)) => waste::samples(&args, &mut out),
         Command::Budget(BudgetCommand::Set(args)) => budget::set(&ctx, &args, &mut out),
         Command::Budget(BudgetCommand::Status(args)) => budget::status(&ctx, &args, &mut out),
     }

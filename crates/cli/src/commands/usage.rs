@@ -37,7 +37,7 @@ struct UsageInput<'a> {
     tags: &'a str,
 }
 
-fn parse_time(text: &str) -> Result<jiff::Timestamp, String> {
+pub(crate) fn parse_time(text: &str) -> Result<jiff::Timestamp, String> {
     let t = text.trim();
     if let Ok(ts) = jiff::Timestamp::from_str(t) {
         return Ok(ts);

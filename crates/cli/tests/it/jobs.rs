@@ -245,3 +245,25 @@ fn queue_limit_and_priority_order() {
     let order: Vec<String> = f.journal_lines().into_iter().collect();
     assert_eq!(order, ["start high 1", "done high", "start mid 1", "done mid", "start low 1", "done low"], "{order:?}");
 }
+
+/// An idle managed job (its GPUs under 10% for 15 minutes) is stopped by `cost idle --stop`.
+#[test]
+fn idle_jobs_are_stopped() {
+    let f = Fixture::new();
+    let id = f.launch(&f.task("sleepy", 1000, "0.1"), &[]);
+    f.wait_state(id, &["RUNNING"], Duration::from_secs(20));
+    #[allow(clippy::disallowed_methods)]
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("time").as_millis() as i64;
+    let mut scrape = String::new();
+    for m in (0..=20).rev() {
+        scrape.push_str(&format!("DCGM_FI_DEV_GPU_UTIL{{gpu=\"0\"}} 1 {}\n", now_ms - m * 60_000));
+    }
+    let path = f.dir.path().join("scrape.prom");
+    std::fs::write(&path, scrape).expect("write");
+    let out = run(f.cmd().args(["usage", "samples", "--resource", &format!("{id}-1"), "--dcgm"]).arg(&path));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = json(f.cmd().args(["cost", "idle", "--stop", "--json"]));
+    assert_eq!(report["resources"][0]["stopped_job"], id, "{report}");
+    let job = f.wait_state(id, &["CANCELLED"], Duration::from_secs(30));
+    assert_eq!(job["attempts"][0]["state"], "terminated");
+}

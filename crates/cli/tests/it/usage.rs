@@ -263,3 +263,105 @@ fn usage_exports_as_hourly_focus_rows() {
     assert!(rows[0][col("SkuPriceDetails")].contains("\"GpuCount\":8"));
     assert!(rows[0][col("Tags")].contains("\"team\":\"ml\""));
 }
+
+#[test]
+fn idle_gpus_are_found_and_priced() {
+    let home = tempfile::tempdir().expect("home");
+    let out = run(cmd(home.path()).args([
+        "usage",
+        "add",
+        "--resource",
+        "node-7",
+        "--provider",
+        "aws",
+        "--start",
+        "2026-11-01T10:00:00Z",
+        "--end",
+        "2026-11-01T12:00:00Z",
+        "--hourly-rate",
+        "12 USD",
+        "--gpu-count",
+        "2",
+        "--tags",
+        "team=ml",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // One sample a minute per GPU; both idle from 10:30 to 11:29, GPU 1 busy again from 11:30.
+    let mut csv = String::from("timestamp, index, utilization.gpu [%], memory.used [MiB]\n");
+    for m in 0..120 {
+        let (h, mm) = (10 + m / 60, m % 60);
+        let busy = !(30..90).contains(&m);
+        csv.push_str(&format!("2026/11/01 {h:02}:{mm:02}:00.000, 0, {} %, 100 MiB\n", if busy { 95 } else { 3 }));
+        csv.push_str(&format!("2026/11/01 {h:02}:{mm:02}:00.000, 1, {} %, 100 MiB\n", if busy { 80 } else { 0 }));
+    }
+    let (_d, samples) = temp_file("smi.csv", &csv);
+    let out = run(cmd(home.path()).args(["usage", "samples", "--resource", "node-7", "--nvidia-smi"]).arg(&samples));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("stored 240 new samples"), "{}", out.stdout);
+    let report = json(cmd(home.path()).args(["cost", "idle", "--window", "15m", "--json"]));
+    let r = &report["resources"][0];
+    assert_eq!(r["resource"], "node-7");
+    assert_eq!(r["idle_spans"].as_array().expect("spans").len(), 1);
+    // 10:30 to 11:29 = 59 minutes of a 12 USD/h machine.
+    assert_eq!(dec(&r["idle_cost"]), Decimal::from(12) * Decimal::from(59) / Decimal::from(60));
+    // A 2-hour window finds nothing.
+    let report = json(cmd(home.path()).args(["cost", "idle", "--window", "2h", "--json"]));
+    assert!(report["resources"].as_array().expect("r").is_empty());
+    let (_d, bad) = temp_file("bad.csv", "timestamp, index, utilization.gpu [%]\n2026/11/01 10:00:00.000, 0, lots %\n");
+    let out = run(cmd(home.path()).args(["usage", "samples", "--resource", "x", "--nvidia-smi"]).arg(&bad));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("bad.csv:2: utilization.gpu:"), "{}", out.stderr);
+}
+
+#[test]
+fn dcgm_scrapes_are_read() {
+    let home = tempfile::tempdir().expect("home");
+    let scrape = "# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).\n# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n\
+        DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-1\",device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"n1\"} 0 1793500000000\n\
+        DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",UUID=\"GPU-2\",device=\"nvidia1\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"n1\"} 97 1793500000000\n\
+        DCGM_FI_DEV_FB_USED{gpu=\"0\"} 123\n";
+    let (_d, f) = temp_file("scrape.prom", scrape);
+    let out = run(cmd(home.path()).args(["usage", "samples", "--resource", "n1", "--dcgm"]).arg(&f));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("stored 2 new samples"), "{}", out.stdout);
+}
+
+#[test]
+fn spend_anomalies_name_their_root_cause() {
+    let home = tempfile::tempdir().expect("home");
+    let add = |day: u32, resource: &str, gpu: &str, rate: &str| {
+        let out = run(cmd(home.path()).args([
+            "usage",
+            "add",
+            "--resource",
+            resource,
+            "--provider",
+            "aws",
+            "--gpu",
+            gpu,
+            "--gpu-count",
+            "1",
+            "--start",
+            &format!("2026-11-{day:02}T00:00:00Z"),
+            "--end",
+            &format!("2026-11-{day:02}T10:00:00Z"),
+            "--hourly-rate",
+            rate,
+            "--tags",
+            "team=ml",
+        ]));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    };
+    for day in 1..=10 {
+        add(day, &format!("a{day}"), "A100", "1 USD");
+    }
+    add(11, "a11", "A100", "1 USD");
+    add(11, "h11", "H100", "9 USD");
+    let found = json(cmd(home.path()).args(["cost", "anomalies", "--by", "team", "--json"]));
+    let found = found.as_array().expect("anomalies");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["day"], "2026-11-11");
+    assert_eq!(dec(&found[0]["spend"]), Decimal::from(100));
+    assert_eq!(dec(&found[0]["baseline"]), Decimal::from(10));
+    assert_eq!(found[0]["root_cause"], "gpu=H100");
+}
