@@ -105,6 +105,13 @@ fn import_file(
     let table =
         Table::parse(&shown, &text, &["InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region"])?;
     let billing = provider_billing(known, cloud);
+    // The provider's first-hour rule for reclaimed spot, as its built-in spot offers record it.
+    let first_hour_free = known
+        .offers()
+        .iter()
+        .find(|o| o.provider == cloud && o.rate.pricing == PricingModel::Spot)
+        .map(|o| o.rate.free_if_preempted_within_s)
+        .unwrap_or(0);
     let spot_buckets: HashMap<(&str, &str), _> = known
         .offers()
         .iter()
@@ -177,6 +184,7 @@ fn import_file(
                     billing,
                     window: None,
                     outside_window_hourly: None,
+                    free_if_preempted_within_s: if pricing == PricingModel::Spot { first_hour_free } else { 0 },
                 },
                 spot_interruption: if pricing == PricingModel::Spot {
                     spot_buckets.get(&(region, instance_type)).copied().flatten()

@@ -116,6 +116,9 @@ pub(crate) fn parse_offer(row: &Row<'_>, resolve_gpu: &dyn Fn(&str) -> Option<St
             billing: Billing { increment_s, minimum_s },
             window,
             outside_window_hourly: None,
+            free_if_preempted_within_s: row
+                .parse_opt::<u32>("preempt_free_s", "a whole number of seconds")?
+                .unwrap_or(0),
         },
         spot_interruption,
         source: row.opt("source").unwrap_or("").to_string(),
@@ -230,6 +233,7 @@ pub(crate) const OFFER_HEADER: &[&str] = &[
     "source",
     "as_of",
     "notes",
+    "preempt_free_s",
 ];
 
 /// Writes offers in the `offers.csv` schema that `--catalog` reads.
@@ -258,6 +262,7 @@ pub fn write_offers_csv<W: Write>(out: W, offers: &[Offer]) -> Result<(), csv::E
             o.source.as_str(),
             &o.as_of.to_string(),
             o.notes.as_str(),
+            &o.rate.free_if_preempted_within_s.to_string(),
         ])?;
     }
     w.flush()?;

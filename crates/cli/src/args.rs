@@ -149,6 +149,9 @@ pub(crate) struct UsageAddArgs {
     /// Tags `k=v;k=v` (or `,`).
     #[arg(long, default_value = "")]
     pub(crate) tags: String,
+    /// The provider reclaimed it (spot): free if within the provider's first-hour rule.
+    #[arg(long)]
+    pub(crate) interrupted: bool,
 }
 
 #[derive(Debug, Args)]
@@ -166,7 +169,8 @@ pub(crate) struct UsageSamplesArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct UsageImportArgs {
-    /// A CSV with columns resource_id,provider,region,instance_type,gpu,gpu_count,pricing,start,end,hourly_rate,currency,min_billable_seconds,tags.
+    /// A CSV with columns resource_id,provider,region,instance_type,gpu,gpu_count,pricing,start,end,hourly_rate,currency,min_billable_seconds,tags
+    /// (and optionally `interrupted`: true when the provider reclaimed a spot resource).
     #[arg(long, conflicts_with = "focus", required_unless_present = "focus")]
     pub(crate) csv: Option<PathBuf>,
     /// A FOCUS cost-and-usage CSV (1.0-1.2).

@@ -301,6 +301,10 @@ pub struct RateCard {
     pub window: Option<OffPeakWindow>,
     /// For [`PricingModel::OffPeak`]: the hourly price outside the window (the on-demand price).
     pub outside_window_hourly: Option<Money>,
+    /// Spot capacity the provider reclaims within this many seconds of launch is not charged
+    /// (AWS: "interrupted by Amazon EC2 in the first instance hour"; Compshare's 1-hour
+    /// protection). 0 = no such rule.
+    pub free_if_preempted_within_s: u32,
 }
 
 /// A rate card that cannot price a run.
@@ -317,7 +321,15 @@ pub enum RateCardError {
 impl RateCard {
     /// A plain hourly rate card.
     pub fn hourly(pricing: PricingModel, price: Money, billing: Billing) -> Self {
-        RateCard { pricing, price, per: PricePer::Hour, billing, window: None, outside_window_hourly: None }
+        RateCard {
+            pricing,
+            price,
+            per: PricePer::Hour,
+            billing,
+            window: None,
+            outside_window_hourly: None,
+            free_if_preempted_within_s: 0,
+        }
     }
 
     /// The equivalent price per hour (subscriptions and monthly prices spread evenly).
@@ -339,6 +351,19 @@ impl RateCard {
         let billed = self.billing.billed_seconds(run_s);
         // Multiply before dividing so that exact prices stay exact.
         Ok(self.price.checked_mul(Decimal::from(billed))?.checked_div(Decimal::from(self.per.seconds()))?)
+    }
+
+    /// The cost of one launch that ran `run_s` seconds and ended because the provider reclaimed
+    /// it (`preempted`): free when the card's first-hour rule covers it, else [`Self::cost_of_run`].
+    pub fn cost_of_ended_run(&self, run_s: u64, preempted: bool) -> Result<Money, RateCardError> {
+        if preempted
+            && self.pricing.is_interruptible()
+            && self.free_if_preempted_within_s > 0
+            && run_s < u64::from(self.free_if_preempted_within_s)
+        {
+            return Ok(Money::zero(self.price.currency));
+        }
+        self.cost_of_run(run_s)
     }
 
     /// The cost of one launch that starts at `start` and runs `run_s` seconds. Off-peak rate
@@ -396,6 +421,7 @@ mod tests {
             billing: Billing::PER_SECOND,
             window: None,
             outside_window_hourly: None,
+            free_if_preempted_within_s: 0,
         };
         let cost = card.cost_of_run(25 * 3600).unwrap();
         assert_eq!(cost, Money::new(Decimal::from(80), Currency::CNY));
@@ -415,6 +441,7 @@ mod tests {
             billing: Billing::PER_SECOND,
             window: Some(window),
             outside_window_hourly: Some(Money::new(Decimal::ONE, Currency::CNY)),
+            free_if_preempted_within_s: 0,
         };
         let cost = card.cost_of_run_from(start, 10 * 3600).unwrap();
         assert_eq!(cost, Money::new(Decimal::from_str("9.3").unwrap(), Currency::CNY));
@@ -426,6 +453,17 @@ mod tests {
         let start: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
         assert_eq!(window.seconds_inside(start, 24 * 3600), 8 * 3600);
         assert_eq!(window.seconds_inside(start, 3 * 24 * 3600), 24 * 3600);
+    }
+
+    #[test]
+    fn spot_reclaimed_in_the_first_hour_is_free() {
+        let mut card = RateCard::hourly(PricingModel::Spot, usd("3.6"), Billing { increment_s: 1, minimum_s: 60 });
+        card.free_if_preempted_within_s = 3600;
+        assert_eq!(card.cost_of_ended_run(3599, true).unwrap(), usd("0"));
+        assert_eq!(card.cost_of_ended_run(3599, false).unwrap(), usd("3.599"), "ended by the user: billed");
+        assert_eq!(card.cost_of_ended_run(3600, true).unwrap(), usd("3.6"), "reclaimed after the first hour: billed");
+        card.free_if_preempted_within_s = 0;
+        assert_eq!(card.cost_of_ended_run(100, true).unwrap(), usd("0.1"));
     }
 
     #[test]

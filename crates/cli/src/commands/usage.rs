@@ -35,6 +35,8 @@ struct UsageInput<'a> {
     hourly_rate: Option<Money>,
     min_billable_s: u32,
     tags: &'a str,
+    /// The provider reclaimed it (spot), which may make it free.
+    interrupted: bool,
 }
 
 pub(crate) fn parse_time(text: &str) -> Result<jiff::Timestamp, String> {
@@ -125,7 +127,17 @@ fn price(catalog: &Catalog, u: &UsageInput<'_>) -> Result<Charge, (&'static str,
             card
         }
     };
-    let billed = rate.cost_of_run(seconds).map_err(|e| ("hourly_rate", e.to_string()))?;
+    let mut rate = rate;
+    if rate.free_if_preempted_within_s == 0 {
+        // The provider's first-hour rule for reclaimed spot, from its catalog spot offers.
+        rate.free_if_preempted_within_s = catalog
+            .offers()
+            .iter()
+            .find(|o| o.provider.eq_ignore_ascii_case(u.provider) && o.rate.pricing == PricingModel::Spot)
+            .map(|o| o.rate.free_if_preempted_within_s)
+            .unwrap_or(0);
+    }
+    let billed = rate.cost_of_ended_run(seconds, u.interrupted).map_err(|e| ("hourly_rate", e.to_string()))?;
     // List cost: the same seconds at the on-demand price, when the catalog knows it.
     let list = match (pricing, catalog_rate(PricingModel::OnDemand)) {
         (PricingModel::OnDemand, _) | (_, None) => billed.amount,
@@ -177,6 +189,7 @@ pub(crate) fn add(ctx: &Context, args: &UsageAddArgs, out: &mut impl Write) -> R
         hourly_rate,
         min_billable_s: args.min_billable_seconds,
         tags: &args.tags,
+        interrupted: args.interrupted,
     };
     let charge = price(&ctx.catalog, &input).map_err(|(field, m)| anyhow!("`--{}`: {m}", field.replace('_', "-")))?;
     let store = open_store(&home()?)?;
@@ -283,6 +296,11 @@ fn read_usage_csv(catalog: &Catalog, path: &Path) -> Result<Vec<Charge>> {
             hourly_rate,
             min_billable_s,
             tags: g("tags"),
+            interrupted: match g("interrupted").to_ascii_lowercase().as_str() {
+                "" | "false" | "0" | "no" => false,
+                "true" | "1" | "yes" => true,
+                other => return Err(err("interrupted", format!("`{other}`: expected true or false"))),
+            },
         };
         if input.resource_id.is_empty() {
             return Err(err("resource_id", "is empty; a value is required".into()));

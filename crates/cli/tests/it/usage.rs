@@ -365,3 +365,29 @@ fn spend_anomalies_name_their_root_cause() {
     assert_eq!(dec(&found[0]["baseline"]), Decimal::from(10));
     assert_eq!(found[0]["root_cause"], "gpu=H100");
 }
+
+#[test]
+fn spot_reclaimed_in_the_first_hour_is_free_where_the_provider_says_so() {
+    let home = tempfile::tempdir().expect("home");
+    let (_d, csv) = temp_file(
+        "spot.csv",
+        "resource_id,provider,region,instance_type,gpu,gpu_count,pricing,start,end,hourly_rate,currency,min_billable_seconds,tags,interrupted\n\
+         s-1,aws,us-east-1,p5.48xlarge,H100,8,spot,2026-11-01T00:00:00Z,2026-11-01T00:40:00Z,30,USD,60,team=a,true\n\
+         s-2,aws,us-east-1,p5.48xlarge,H100,8,spot,2026-11-01T00:00:00Z,2026-11-01T00:40:00Z,30,USD,60,team=b,false\n\
+         s-3,aws,us-east-1,p5.48xlarge,H100,8,spot,2026-11-01T00:00:00Z,2026-11-01T01:30:00Z,30,USD,60,team=c,true\n\
+         s-4,lambda,us-east-1,gpu_8x_h100_sxm5,H100,8,spot,2026-11-01T00:00:00Z,2026-11-01T00:40:00Z,30,USD,60,team=d,true\n",
+    );
+    let out = run(cmd(home.path()).args(["usage", "import", "--csv"]).arg(&csv));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = json(cmd(home.path()).args(["cost", "report", "--by", "team", "--json"]));
+    let by: BTreeMap<String, Decimal> = report["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| (r["key"].as_str().expect("k").to_string(), dec(&r["billed_cost"])))
+        .collect();
+    assert_eq!(by["a"], Decimal::ZERO, "AWS: reclaimed in the first hour is free");
+    assert_eq!(by["b"], Decimal::from(20), "stopped by the user: billed");
+    assert_eq!(by["c"], Decimal::from(45), "reclaimed after the first hour: billed");
+    assert_eq!(by["d"], Decimal::from(20), "no such rule for this provider");
+}
