@@ -57,6 +57,41 @@ pub(crate) enum Command {
     /// Budgets per scope with threshold and forecast alerts.
     #[command(subcommand)]
     Budget(BudgetCommand),
+    /// Committed contracts (hourly reservations, commitment + overage blocks): utilisation and waste.
+    #[command(subcommand)]
+    Contract(ContractCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ContractCommand {
+    /// Create or replace a contract.
+    Set(ContractSetArgs),
+    /// What each contract bills this period, its utilisation, coverage and unused (wasted) commitment.
+    Status(BudgetStatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ContractSetArgs {
+    /// Contract name.
+    pub(crate) name: String,
+    /// Usage it covers, `key=value` (tag or provider); repeatable.
+    #[arg(long)]
+    pub(crate) scope: Vec<String>,
+    /// `hourly`: GPUs reserved every hour (use it or lose it); `block`: GPU-hours per period, excess at the overage rate.
+    #[arg(long, default_value = "block")]
+    pub(crate) kind: String,
+    /// GPUs per hour (hourly) or GPU-hours per period (block).
+    #[arg(long)]
+    pub(crate) units: String,
+    /// Price per committed GPU-hour (`2.00 USD`).
+    #[arg(long)]
+    pub(crate) rate: String,
+    /// Price per GPU-hour beyond the commitment (`3.00 USD`).
+    #[arg(long)]
+    pub(crate) overage: String,
+    /// daily, weekly or monthly.
+    #[arg(long, default_value = "monthly")]
+    pub(crate) period: String,
 }
 
 #[derive(Debug, Subcommand)]

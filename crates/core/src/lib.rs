@@ -10,12 +10,14 @@
 //!   and the backtest all price time through [`RateCard::cost_of_run`], so they can never disagree.
 //! * [`units`]: parsing of sizes (`200GB`) and durations (`48h`) with explicit units.
 //! * [`Clock`]: the only way code reads the current time, so tests and simulations can fix it.
+//! * [`commitment`]: what committed contracts (hourly reservations, block + overage) bill and waste.
 //!
 //! Nothing here performs I/O.
 #![deny(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod clock;
+pub mod commitment;
 mod fx;
 mod money;
 mod pricing;

@@ -21,10 +21,12 @@
 
 mod budgets;
 mod charges;
+mod contracts;
 mod samples;
 mod store;
 
 pub use budgets::Budget;
 pub use charges::{Charge, ChargeSource, GroupBy, ReportRow, group_charges, stable_key};
+pub use contracts::Contract;
 pub use samples::{IdleSpan, Sample, idle_spans};
 pub use store::{Attempt, AttemptState, Event, Job, JobState, Store, StoreError};

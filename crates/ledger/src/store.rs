@@ -317,6 +317,16 @@ CREATE TABLE IF NOT EXISTS gpu_samples (
     util_pct REAL NOT NULL,
     PRIMARY KEY (resource_id, gpu, at_ms)
 );
+CREATE TABLE IF NOT EXISTS contracts (
+    name TEXT PRIMARY KEY,
+    scope TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    units TEXT NOT NULL,
+    rate TEXT NOT NULL,
+    overage_rate TEXT NOT NULL,
+    currency TEXT NOT NULL,
+    period TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS budgets (
     name TEXT PRIMARY KEY,
     scope TEXT NOT NULL,

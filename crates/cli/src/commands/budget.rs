@@ -140,11 +140,7 @@ pub(crate) fn set(ctx: &Context, args: &BudgetSetArgs, out: &mut impl Write) -> 
     {
         bail!("`--webhook {url}`: only http:// URLs are supported (put a relay in front of https endpoints)");
     }
-    let mut scope = BTreeMap::new();
-    for s in &args.scope {
-        let (k, v) = s.split_once('=').ok_or_else(|| anyhow!("`--scope {s}`: expected key=value"))?;
-        scope.insert(k.trim().to_string(), v.trim().to_string());
-    }
+    let scope = parse_scope(&args.scope)?;
     let mut alerts = args.alert.clone();
     alerts.sort_unstable();
     alerts.dedup();
@@ -297,6 +293,155 @@ pub(crate) fn enforce(store: &Store, catalog: &Catalog, tags: &BTreeMap<String, 
         }
     }
     Ok(())
+}
+
+fn parse_scope(scope: &[String]) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for s in scope {
+        let (k, v) = s.split_once('=').ok_or_else(|| anyhow!("`--scope {s}`: expected key=value"))?;
+        out.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    Ok(out)
+}
+
+pub(crate) fn set_contract(
+    ctx: &Context,
+    args: &crate::args::ContractSetArgs,
+    out: &mut impl Write,
+) -> Result<ExitStatus> {
+    if args.kind != "hourly" && args.kind != "block" {
+        bail!("`--kind {}`: expected hourly or block", args.kind);
+    }
+    let units =
+        Decimal::from_str(args.units.trim()).map_err(|_| anyhow!("`--units {}`: expected a number", args.units))?;
+    if units <= Decimal::ZERO {
+        bail!("`--units {}` must be more than zero", args.units);
+    }
+    let rate = Money::from_str(&args.rate).map_err(|e| anyhow!("`--rate`: {e}"))?;
+    let overage = Money::from_str(&args.overage).map_err(|e| anyhow!("`--overage`: {e}"))?;
+    if rate.currency != overage.currency {
+        bail!("`--rate` and `--overage` must be in one currency ({} vs {})", rate.currency, overage.currency);
+    }
+    if ctx.catalog.fx().rate(rate.currency).is_none() {
+        bail!("no exchange rate for {}", rate.currency);
+    }
+    period_bounds(&args.period, ctx.clock.now())?;
+    let contract = gpubroker_ledger::Contract {
+        name: args.name.clone(),
+        scope: parse_scope(&args.scope)?,
+        kind: args.kind.clone(),
+        units: units.normalize().to_string(),
+        rate: rate.amount.normalize().to_string(),
+        overage_rate: overage.amount.normalize().to_string(),
+        currency: rate.currency.to_string(),
+        period: args.period.clone(),
+    };
+    open_store(&home()?)?.set_contract(&contract)?;
+    writeln!(
+        out,
+        "contract `{}`: {} {} at {} (overage {})",
+        contract.name,
+        contract.units,
+        if contract.kind == "hourly" { "GPUs every hour" } else { "GPU-hours per period" },
+        rate,
+        overage
+    )?;
+    Ok(ExitStatus::Success)
+}
+
+#[derive(Serialize)]
+struct ContractState {
+    name: String,
+    kind: String,
+    period_start: String,
+    committed_units: Decimal,
+    used_gpu_hours: Decimal,
+    #[serde(flatten)]
+    bill: gpubroker_core::commitment::CommitmentBill,
+    utilization: Decimal,
+    coverage: Decimal,
+    effective_per_used_gpu_hour: Option<Decimal>,
+    currency: Currency,
+}
+
+pub(crate) fn contract_status(ctx: &Context, args: &BudgetStatusArgs, out: &mut impl Write) -> Result<ExitStatus> {
+    use gpubroker_core::commitment::{block_commitment, hourly_commitment};
+    let store = open_store(&home()?)?;
+    let now = ctx.clock.now();
+    let mut states = Vec::new();
+    for c in store.contracts()? {
+        let (start, end) = period_bounds(&c.period, now)?;
+        let (s, e) =
+            (start.as_millisecond(), end.as_millisecond().min(now.as_millisecond().max(start.as_millisecond())));
+        // GPU-hours in scope per hour of the period so far.
+        let hours = ((e - s) / 3_600_000).max(0) as usize + usize::from((e - s) % 3_600_000 != 0);
+        let mut per_hour = vec![Decimal::ZERO; hours];
+        for ch in store.charges(Some(s), Some(e.max(s + 1)), &[])? {
+            if !in_scope(&c.scope, &ch.provider, &ch.tags) || ch.gpu_count == 0 {
+                continue;
+            }
+            let mut t = ch.start_ms.max(s);
+            while t < ch.end_ms.min(e) {
+                let h = ((t - s) / 3_600_000) as usize;
+                let hour_end = s + (h as i64 + 1) * 3_600_000;
+                let piece = hour_end.min(ch.end_ms).min(e) - t;
+                if let Some(slot) = per_hour.get_mut(h) {
+                    *slot += Decimal::from(ch.gpu_count) * Decimal::from(piece) / Decimal::from(3_600_000);
+                }
+                t += piece.max(1);
+            }
+        }
+        let units = Decimal::from_str(&c.units).unwrap_or_default();
+        let rate = Decimal::from_str(&c.rate).unwrap_or_default();
+        let over = Decimal::from_str(&c.overage_rate).unwrap_or_default();
+        let used: Decimal = per_hour.iter().copied().sum();
+        let (bill, committed_units) = if c.kind == "hourly" {
+            (hourly_commitment(&per_hour, units, rate, over), units * Decimal::from(hours))
+        } else {
+            (block_commitment(used, units, rate, over), units)
+        };
+        states.push(ContractState {
+            name: c.name.clone(),
+            kind: c.kind.clone(),
+            period_start: start.to_string(),
+            committed_units,
+            used_gpu_hours: used.round_dp(6),
+            utilization: bill.utilization(committed_units).round_dp(4),
+            coverage: bill.coverage().round_dp(4),
+            effective_per_used_gpu_hour: (!used.is_zero()).then(|| (bill.billed / used).round_dp(6)),
+            currency: c.currency.parse().unwrap_or(Currency::USD),
+            bill,
+        });
+    }
+    if args.json {
+        write_json(out, &states)?;
+        return Ok(ExitStatus::Success);
+    }
+    let mut t = table(&[
+        "contract",
+        "kind",
+        "used GPU-h",
+        "utilisation",
+        "coverage",
+        "billed",
+        "unused (waste)",
+        "per used GPU-h",
+    ]);
+    for s in &states {
+        t.add_row(vec![
+            Cell::new(&s.name),
+            Cell::new(&s.kind),
+            Cell::new(format!("{:.1}", s.used_gpu_hours)),
+            Cell::new(format!("{:.1}%", s.utilization * Decimal::from(100))),
+            Cell::new(format!("{:.1}%", s.coverage * Decimal::from(100))),
+            Cell::new(money(s.bill.billed, s.currency)),
+            Cell::new(money(s.bill.unused, s.currency)),
+            Cell::new(s.effective_per_used_gpu_hour.map(|v| money(v, s.currency)).unwrap_or_else(|| "-".into())),
+        ]);
+    }
+    align_right(&mut t, &[2, 3, 4, 5, 6, 7]);
+    writeln!(out, "{t}")?;
+    Ok(ExitStatus::Success)
 }
 
 #[cfg(test)]

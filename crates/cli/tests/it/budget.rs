@@ -157,3 +157,96 @@ fn an_enforced_budget_refuses_launches_in_its_scope() {
     let jobs = json(at(h, now).args(["jobs", "--json"]));
     assert_eq!(jobs.as_array().expect("jobs").len(), 1);
 }
+
+#[test]
+fn contracts_report_utilisation_overage_and_waste() {
+    let home = tempfile::tempdir().expect("home");
+    let h = home.path();
+    let now = "2026-11-01T10:00:00Z";
+    let out = run(at(h, now).args([
+        "usage",
+        "add",
+        "--resource",
+        "n1",
+        "--provider",
+        "aws",
+        "--gpu-count",
+        "2",
+        "--start",
+        "2026-11-01T00:00:00Z",
+        "--end",
+        "2026-11-01T10:00:00Z",
+        "--hourly-rate",
+        "6 USD",
+        "--tags",
+        "team=ml",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let set = |args: &[&str]| assert_eq!(run(at(h, now).args(args)).code, 0);
+    // 3 GPUs reserved every hour at 1.00: 20 of 30 GPU-hours used, 10 wasted.
+    set(&[
+        "contract",
+        "set",
+        "reserved",
+        "--scope",
+        "team=ml",
+        "--kind",
+        "hourly",
+        "--units",
+        "3",
+        "--rate",
+        "1 USD",
+        "--overage",
+        "3 USD",
+    ]);
+    // A 15 GPU-hour block at 2.00, overage 3.00: 5 GPU-hours over.
+    set(&[
+        "contract",
+        "set",
+        "block",
+        "--scope",
+        "team=ml",
+        "--kind",
+        "block",
+        "--units",
+        "15",
+        "--rate",
+        "2 USD",
+        "--overage",
+        "3 USD",
+    ]);
+    let status = json(at(h, now).args(["contract", "status", "--json"]));
+    let by: std::collections::BTreeMap<String, serde_json::Value> = status
+        .as_array()
+        .expect("contracts")
+        .iter()
+        .map(|c| (c["name"].as_str().expect("n").to_string(), c.clone()))
+        .collect();
+    let r = &by["reserved"];
+    assert_eq!(
+        (r["used_gpu_hours"].as_f64(), r["billed"].as_f64(), r["unused"].as_f64()),
+        (Some(20.0), Some(30.0), Some(10.0)),
+        "{r}"
+    );
+    let b = &by["block"];
+    assert_eq!(
+        (b["billed"].as_f64(), b["overage"].as_f64(), b["unused"].as_f64()),
+        (Some(45.0), Some(15.0), Some(0.0)),
+        "{b}"
+    );
+    assert_eq!(b["coverage"].as_f64(), Some(0.75));
+    let out = run(at(h, now).args([
+        "contract",
+        "set",
+        "x",
+        "--kind",
+        "weird",
+        "--units",
+        "1",
+        "--rate",
+        "1 USD",
+        "--overage",
+        "2 USD",
+    ]));
+    assert_eq!(out.code, 2);
+}
