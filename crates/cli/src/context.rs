@@ -17,6 +17,8 @@ pub(crate) mod env_vars {
     pub(crate) const GPUBROKER_LOCAL_SLOTS: &str = "GPUBROKER_LOCAL_SLOTS";
     /// Cost of one local GPU-hour (`2.5 USD`, on-prem amortised). Default `0 USD`.
     pub(crate) const GPUBROKER_LOCAL_GPU_HOUR_PRICE: &str = "GPUBROKER_LOCAL_GPU_HOUR_PRICE";
+    /// The cost ledger on PostgreSQL (`postgres://user:pass@host:port/db`) instead of the local SQLite file.
+    pub(crate) const GPUBROKER_LEDGER_URL: &str = "GPUBROKER_LEDGER_URL";
     /// Controller poll interval in ms (default 500).
     pub(crate) const GPUBROKER_POLL_MS: &str = "GPUBROKER_POLL_MS";
     /// Attempts running at once per queue: `default=2,batch=1` (default: no limit).

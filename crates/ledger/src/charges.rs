@@ -20,7 +20,7 @@ pub enum ChargeSource {
 }
 
 impl ChargeSource {
-    fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             ChargeSource::Job => "job",
             ChargeSource::Usage => "usage",
@@ -28,7 +28,8 @@ impl ChargeSource {
         }
     }
 
-    fn parse(s: &str) -> Option<Self> {
+    /// Parses `job`, `usage`, `focus`.
+    pub fn parse(s: &str) -> Option<Self> {
         match s {
             "job" => Some(ChargeSource::Job),
             "usage" => Some(ChargeSource::Usage),
@@ -337,7 +338,7 @@ impl Store {
 }
 
 /// Tags stored as columns too (the attribution keys every team uses).
-const STANDARD_TAGS: [&str; 4] = ["team", "project", "model", "user"];
+pub(crate) const STANDARD_TAGS: [&str; 4] = ["team", "project", "model", "user"];
 
 /// What to group a cost report by.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -22,11 +22,13 @@
 mod budgets;
 mod charges;
 mod contracts;
+mod pg;
 mod samples;
 mod store;
 
 pub use budgets::Budget;
 pub use charges::{Charge, ChargeSource, GroupBy, ReportRow, group_charges, stable_key};
 pub use contracts::Contract;
+pub use pg::{PgError, PgLedger};
 pub use samples::{IdleSpan, Sample, idle_spans};
 pub use store::{Attempt, AttemptState, Event, Job, JobState, Store, StoreError};

@@ -64,14 +64,20 @@ struct BudgetState {
 /// Spend in the budget's current period: ledger charges that started in it, plus what running
 /// attempts have cost so far; the forecast extends the period-to-date trend to the period's end
 /// and adds the running attempts' burn rate for the hours left.
-fn evaluate(store: &Store, catalog: &Catalog, b: &Budget, now: Timestamp) -> Result<BudgetState> {
+fn evaluate(
+    store: &Store,
+    charges: &[gpubroker_ledger::Charge],
+    catalog: &Catalog,
+    b: &Budget,
+    now: Timestamp,
+) -> Result<BudgetState> {
     let (start, end) = period_bounds(&b.period, now)?;
     let currency: Currency = b.currency.parse().map_err(|e| anyhow!("budget `{}`: {e}", b.name))?;
     let amount = Decimal::from_str(&b.amount).map_err(|_| anyhow!("budget `{}`: bad amount", b.name))?;
     let fx = catalog.fx();
     let now_ms = now.as_millisecond();
     let mut spent = Decimal::ZERO;
-    for c in store.charges(Some(start.as_millisecond()), Some(now_ms.max(start.as_millisecond() + 1)), &[])? {
+    for c in charges {
         if c.start_ms >= start.as_millisecond()
             && c.start_ms < end.as_millisecond()
             && in_scope(&b.scope, &c.provider, &c.tags)
@@ -170,11 +176,12 @@ pub(crate) fn status(ctx: &Context, args: &BudgetStatusArgs, out: &mut impl Writ
     let home = home()?;
     let store = open_store(&home)?;
     let now = ctx.clock.now();
+    let charges = super::usage::CostLedger::open()?.charges(None, None, &[])?;
     let mut states = Vec::new();
     for b in store.budgets()? {
-        let state = evaluate(&store, &ctx.catalog, &b, now)?;
+        let state = evaluate(&store, &charges, &ctx.catalog, &b, now)?;
         fire_alerts(&store, &home, &b, &state, now)?;
-        states.push(evaluate(&store, &ctx.catalog, &b, now)?);
+        states.push(evaluate(&store, &charges, &ctx.catalog, &b, now)?);
     }
     if args.json {
         write_json(out, &states)?;
@@ -275,12 +282,17 @@ fn post(url: &str, body: &str) -> Result<()> {
 /// Refuses a launch whose tags fall in an enforced budget that is spent.
 pub(crate) fn enforce(store: &Store, catalog: &Catalog, tags: &BTreeMap<String, String>, now_ms: i64) -> Result<()> {
     let now = Timestamp::from_millisecond(now_ms)?;
-    for b in store.budgets()?.iter().filter(|b| b.enforce) {
+    let enforced: Vec<Budget> = store.budgets()?.into_iter().filter(|b| b.enforce).collect();
+    if enforced.is_empty() {
+        return Ok(());
+    }
+    let charges = super::usage::CostLedger::open()?.charges(None, None, &[])?;
+    for b in enforced.iter() {
         // Launches run on `local` here; a `provider` scope matches it by name.
         if !in_scope(&b.scope, "local", tags) {
             continue;
         }
-        let s = evaluate(store, catalog, b, now)?;
+        let s = evaluate(store, &charges, catalog, b, now)?;
         if s.spent >= s.amount {
             bail!(
                 "launch refused: budget `{}` has spent {} of {} this {} period (enforced); raise it with `gpubroker budget set {} --amount ...`",
@@ -368,6 +380,7 @@ pub(crate) fn contract_status(ctx: &Context, args: &BudgetStatusArgs, out: &mut 
     use gpubroker_core::commitment::{block_commitment, hourly_commitment};
     let store = open_store(&home()?)?;
     let now = ctx.clock.now();
+    let all_charges = super::usage::CostLedger::open()?.charges(None, None, &[])?;
     let mut states = Vec::new();
     for c in store.contracts()? {
         let (start, end) = period_bounds(&c.period, now)?;
@@ -376,7 +389,7 @@ pub(crate) fn contract_status(ctx: &Context, args: &BudgetStatusArgs, out: &mut 
         // GPU-hours in scope per hour of the period so far.
         let hours = ((e - s) / 3_600_000).max(0) as usize + usize::from((e - s) % 3_600_000 != 0);
         let mut per_hour = vec![Decimal::ZERO; hours];
-        for ch in store.charges(Some(s), Some(e.max(s + 1)), &[])? {
+        for ch in all_charges.iter().filter(|ch| ch.end_ms > s && ch.start_ms < e.max(s + 1)) {
             if !in_scope(&c.scope, &ch.provider, &ch.tags) || ch.gpu_count == 0 {
                 continue;
             }

@@ -18,6 +18,58 @@ use crate::args::{CostReportArgs, UsageAddArgs, UsageImportArgs};
 use crate::context::Context;
 use crate::output::{align_right, money, table, write_json};
 
+/// Where charges are kept: the local SQLite ledger, or PostgreSQL for a team server.
+pub(crate) enum CostLedger {
+    /// `$GPUBROKER_HOME/ledger.db`.
+    Local(gpubroker_ledger::Store),
+    /// `GPUBROKER_LEDGER_URL`.
+    Team(Box<gpubroker_ledger::PgLedger>),
+}
+
+impl CostLedger {
+    pub(crate) fn open() -> Result<CostLedger> {
+        match std::env::var(crate::context::env_vars::GPUBROKER_LEDGER_URL) {
+            Ok(url) if !url.is_empty() => Ok(CostLedger::Team(Box::new(
+                gpubroker_ledger::PgLedger::connect(&url)
+                    .map_err(|e| anyhow!("{}: {e}", crate::context::env_vars::GPUBROKER_LEDGER_URL))?,
+            ))),
+            _ => Ok(CostLedger::Local(open_store(&home()?)?)),
+        }
+    }
+
+    pub(crate) fn add_charges(&mut self, charges: &[Charge]) -> Result<usize> {
+        Ok(match self {
+            CostLedger::Local(s) => s.add_charges(charges)?,
+            CostLedger::Team(p) => p.add_charges(charges)?,
+        })
+    }
+
+    pub(crate) fn charges(
+        &mut self,
+        from: Option<i64>,
+        to: Option<i64>,
+        sources: &[ChargeSource],
+    ) -> Result<Vec<Charge>> {
+        Ok(match self {
+            CostLedger::Local(s) => s.charges(from, to, sources)?,
+            CostLedger::Team(p) => p.charges(from, to, sources)?,
+        })
+    }
+
+    fn report(
+        &mut self,
+        by: &GroupBy,
+        from: Option<i64>,
+        to: Option<i64>,
+        sources: &[ChargeSource],
+    ) -> Result<Vec<(gpubroker_ledger::ReportRow, Currency)>> {
+        Ok(match self {
+            CostLedger::Local(s) => s.report(by, from, to, sources)?,
+            CostLedger::Team(p) => p.report(by, from, to, sources)?,
+        })
+    }
+}
+
 /// Records per transaction: each committed batch is acknowledged on stderr and survives `kill -9`.
 const BATCH: usize = 1000;
 
@@ -192,8 +244,7 @@ pub(crate) fn add(ctx: &Context, args: &UsageAddArgs, out: &mut impl Write) -> R
         interrupted: args.interrupted,
     };
     let charge = price(&ctx.catalog, &input).map_err(|(field, m)| anyhow!("`--{}`: {m}", field.replace('_', "-")))?;
-    let store = open_store(&home()?)?;
-    let added = store.add_charges(std::slice::from_ref(&charge))?;
+    let added = CostLedger::open()?.add_charges(std::slice::from_ref(&charge))?;
     writeln!(
         out,
         "{} {} {}",
@@ -216,7 +267,7 @@ pub(crate) fn import(ctx: &Context, args: &UsageImportArgs, out: &mut impl Write
     };
     // Parse and price the whole file first: bad input imports nothing.
     let charges = if focus { read_focus(path)? } else { read_usage_csv(&ctx.catalog, path)? };
-    let store = open_store(&home()?)?;
+    let mut store = CostLedger::open()?;
     let mut added = 0;
     let mut stderr = std::io::stderr().lock();
     for (i, batch) in charges.chunks(BATCH).enumerate() {
@@ -516,8 +567,7 @@ pub(crate) fn export(args: &crate::args::CostExportArgs, out: &mut impl Write) -
             Some(text) => Ok(Some(parse_time(text).map_err(|m| anyhow!("`--{name}`: {m}"))?.as_millisecond())),
         }
     };
-    let store = open_store(&home()?)?;
-    let charges = store.charges(bound(&args.from, "from")?, bound(&args.to, "to")?, &[])?;
+    let charges = CostLedger::open()?.charges(bound(&args.from, "from")?, bound(&args.to, "to")?, &[])?;
     let mut buffer = Vec::new();
     {
         let mut w = csv::Writer::from_writer(&mut buffer);
@@ -630,10 +680,9 @@ pub(crate) fn report(ctx: &Context, args: &CostReportArgs, out: &mut impl Write)
             other => Err(anyhow!("`--source {other}`: expected job, usage or focus")),
         })
         .collect::<Result<Vec<_>>>()?;
-    let store = open_store(&home()?)?;
     let by = GroupBy::parse(&args.by);
-    // SQLite adds the split integer amounts exactly; rows come per (group, currency).
-    let per_currency = store.report(&by, bound(&args.from, "from")?, bound(&args.to, "to")?, &sources)?;
+    // The database adds the amounts exactly; rows come per (group, currency).
+    let per_currency = CostLedger::open()?.report(&by, bound(&args.from, "from")?, bound(&args.to, "to")?, &sources)?;
     // One currency: the one asked for, else the one most charges are in.
     let currency = ctx.currency.unwrap_or_else(|| {
         let mut counts: BTreeMap<Currency, usize> = BTreeMap::new();

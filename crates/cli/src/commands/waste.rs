@@ -143,7 +143,7 @@ pub(crate) fn idle(ctx: &Context, args: &CostIdleArgs, out: &mut impl Write) -> 
     let now = ctx.clock.now().as_millisecond();
     let currency = ctx.currency.unwrap_or(Currency::USD);
     let fx = ctx.catalog.fx();
-    let charges = store.charges(None, None, &[])?;
+    let charges = super::usage::CostLedger::open()?.charges(None, None, &[])?;
     let mut by_resource: BTreeMap<&str, Vec<&Charge>> = BTreeMap::new();
     for c in &charges {
         by_resource.entry(c.resource_id.as_str()).or_default().push(c);
@@ -287,7 +287,7 @@ pub(crate) fn anomalies(ctx: &Context, args: &CostAnomaliesArgs, out: &mut impl 
     if args.baseline_days == 0 || args.factor <= 1.0 {
         bail!("`--baseline-days` must be at least 1 and `--factor` above 1");
     }
-    let store = open_store(&home()?)?;
+    let mut ledger = super::usage::CostLedger::open()?;
     let currency = ctx.currency.unwrap_or(Currency::USD);
     let fx = ctx.catalog.fx();
     let by = GroupBy::parse(&args.by);
@@ -297,7 +297,7 @@ pub(crate) fn anomalies(ctx: &Context, args: &CostAnomaliesArgs, out: &mut impl 
     let mut daily: BTreeMap<(String, String), Decimal> = BTreeMap::new();
     let mut parts: BTreeMap<(String, String, String), Decimal> = BTreeMap::new();
     let dims = ["provider", "gpu", "pricing", "service", "region"];
-    for c in store.charges(None, None, &[])? {
+    for c in ledger.charges(None, None, &[])? {
         let key = gpubroker_ledger::group_charges(std::slice::from_ref(&c), &by)
             .into_iter()
             .next()

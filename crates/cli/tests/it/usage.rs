@@ -391,3 +391,55 @@ fn spot_reclaimed_in_the_first_hour_is_free_where_the_provider_says_so() {
     assert_eq!(by["c"], Decimal::from(45), "reclaimed after the first hour: billed");
     assert_eq!(by["d"], Decimal::from(20), "no such rule for this provider");
 }
+
+/// The team-server ledger on a real PostgreSQL (started by scripts/test): the FOCUS sample
+/// reproduces its totals there too, re-imports add nothing, and its reports equal SQLite's.
+#[test]
+fn postgres_ledger_matches_sqlite() {
+    let Ok(url) = std::env::var("GPUBROKER_TEST_POSTGRES_URL") else {
+        eprintln!("skipped: GPUBROKER_TEST_POSTGRES_URL not set (scripts/test starts PostgreSQL and sets it)");
+        return;
+    };
+    let Some(shared) = shared() else {
+        eprintln!("skipped: ../shared not present");
+        return;
+    };
+    // A clean table: this is the only test that uses the database.
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+    client.batch_execute("DROP TABLE IF EXISTS charges").expect("drop");
+    let focus = shared.join("data/focus-sample/focus-1.0-anonymized/focus_sample.csv");
+    let (_d, usage) = temp_file(
+        "u.csv",
+        "resource_id,provider,region,instance_type,gpu,gpu_count,pricing,start,end,hourly_rate,currency,min_billable_seconds,tags,interrupted\n\
+         i-1,aws,us-east-1,p5.48xlarge,H100,8,on_demand,2026-11-01T00:00:00Z,2026-11-01T01:30:00Z,98.32,USD,60,team=ml,false\n\
+         i-2,aws,us-east-1,p5.48xlarge,H100,8,spot,2026-11-01T00:00:00Z,2026-11-01T00:20:00Z,30,USD,60,team=ml,true\n\
+         n-3,compshare,*,4090,RTX4090,1,on_demand,2026-11-02T00:00:00Z,2026-11-02T10:00:00Z,,,0,team=research,false\n",
+    );
+    let local = tempfile::tempdir().expect("home");
+    for (home, pg) in [(local.path(), None), (local.path(), Some(url.as_str()))] {
+        for args in [["usage", "import", "--focus"], ["usage", "import", "--csv"]] {
+            let file = if args[2] == "--focus" { &focus } else { &usage };
+            let mut c = cmd(home);
+            if let Some(u) = pg {
+                c.env("GPUBROKER_LEDGER_URL", u);
+            }
+            let out = run(c.args(args).arg(file));
+            assert_eq!(out.code, 0, "{}", out.stderr);
+        }
+    }
+    let mut again = cmd(local.path());
+    let out = run(again.env("GPUBROKER_LEDGER_URL", &url).args(["usage", "import", "--focus"]).arg(&focus));
+    assert!(out.stdout.contains("imported 0 new records"), "{}", out.stdout);
+    for by in ["provider", "service", "team", "day", "tag:application"] {
+        let sqlite = json(cmd(local.path()).args(["cost", "report", "--by", by, "--json"]));
+        let pg =
+            json(cmd(local.path()).env("GPUBROKER_LEDGER_URL", &url).args(["cost", "report", "--by", by, "--json"]));
+        assert_eq!(sqlite["rows"].as_array().map(Vec::len), pg["rows"].as_array().map(Vec::len), "by {by}");
+        for (a, b) in sqlite["rows"].as_array().expect("rows").iter().zip(pg["rows"].as_array().expect("rows")) {
+            assert_eq!(a["key"], b["key"], "by {by}");
+            for f in ["billed_cost", "effective_cost", "list_cost", "gpu_hours", "unused_commitment"] {
+                assert_eq!(dec(&a[f]), dec(&b[f]), "by {by}, {f}, key {}", a["key"]);
+            }
+        }
+    }
+}
