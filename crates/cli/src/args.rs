@@ -127,6 +127,9 @@ pub(crate) struct BudgetSetArgs {
     /// Refuse new launches in the scope once spend reaches the amount.
     #[arg(long)]
     pub(crate) enforce: bool,
+    /// Also stop running jobs in the scope when spend reaches the amount (checked by `budget status`).
+    #[arg(long)]
+    pub(crate) stop_running: bool,
 }
 
 #[derive(Debug, Args)]

@@ -27,6 +27,8 @@ pub struct Budget {
     pub webhook: Option<String>,
     /// Refuse launches over the amount.
     pub enforce: bool,
+    /// Stop running jobs in the scope when spend reaches the amount.
+    pub stop_running: bool,
 }
 
 impl Store {
@@ -34,10 +36,10 @@ impl Store {
     pub fn set_budget(&self, b: &Budget) -> Result<(), StoreError> {
         self.conn()
             .execute(
-                "INSERT INTO budgets (name, scope, amount, currency, period, alerts, forecast, webhook, enforce)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                "INSERT INTO budgets (name, scope, amount, currency, period, alerts, forecast, webhook, enforce, stop_running)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
                  ON CONFLICT(name) DO UPDATE SET scope = ?2, amount = ?3, currency = ?4, period = ?5, alerts = ?6,
-                     forecast = ?7, webhook = ?8, enforce = ?9",
+                     forecast = ?7, webhook = ?8, enforce = ?9, stop_running = ?10",
                 params![
                     b.name,
                     serde_json::to_string(&b.scope).unwrap_or_default(),
@@ -47,7 +49,8 @@ impl Store {
                     serde_json::to_string(&b.alerts).unwrap_or_default(),
                     b.forecast,
                     b.webhook,
-                    b.enforce
+                    b.enforce,
+                    b.stop_running
                 ],
             )
             .map_err(|e| self.wrap(e))?;
@@ -58,7 +61,7 @@ impl Store {
     pub fn budgets(&self) -> Result<Vec<Budget>, StoreError> {
         let mut stmt = self
             .conn()
-            .prepare("SELECT name, scope, amount, currency, period, alerts, forecast, webhook, enforce FROM budgets ORDER BY name")
+            .prepare("SELECT name, scope, amount, currency, period, alerts, forecast, webhook, enforce, stop_running FROM budgets ORDER BY name")
             .map_err(|e| self.wrap(e))?;
         let rows = stmt
             .query_map([], |r| {
@@ -74,6 +77,7 @@ impl Store {
                     forecast: r.get(6)?,
                     webhook: r.get(7)?,
                     enforce: r.get(8)?,
+                    stop_running: r.get(9)?,
                 })
             })
             .map_err(|e| self.wrap(e))?;

@@ -336,7 +336,8 @@ CREATE TABLE IF NOT EXISTS budgets (
     alerts TEXT NOT NULL,
     forecast INTEGER NOT NULL,
     webhook TEXT,
-    enforce INTEGER NOT NULL
+    enforce INTEGER NOT NULL,
+    stop_running INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS budget_alerts (
     budget TEXT NOT NULL,

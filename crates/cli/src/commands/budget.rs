@@ -160,6 +160,7 @@ pub(crate) fn set(ctx: &Context, args: &BudgetSetArgs, out: &mut impl Write) -> 
         forecast: args.forecast,
         webhook: args.webhook.clone(),
         enforce: args.enforce,
+        stop_running: args.stop_running,
     };
     open_store(&home()?)?.set_budget(&budget)?;
     writeln!(
@@ -181,6 +182,9 @@ pub(crate) fn status(ctx: &Context, args: &BudgetStatusArgs, out: &mut impl Writ
     for b in store.budgets()? {
         let state = evaluate(&store, &charges, &ctx.catalog, &b, now)?;
         fire_alerts(&store, &home, &b, &state, now)?;
+        if b.stop_running && state.spent >= state.amount {
+            stop_jobs_in_scope(&store, &b, now.as_millisecond())?;
+        }
         states.push(evaluate(&store, &charges, &ctx.catalog, &b, now)?);
     }
     if args.json {
@@ -249,6 +253,21 @@ fn fire_alerts(store: &Store, home: &std::path::Path, b: &Budget, s: &BudgetStat
                     eprintln!("warning: webhook {url} failed: {e}");
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+/// Cancels the running jobs a spent budget covers, saying why in each job's history.
+fn stop_jobs_in_scope(store: &Store, b: &Budget, now_ms: i64) -> Result<()> {
+    for job in store.jobs(true)? {
+        let mut tags = store.job_tags(job.id)?;
+        tags.entry("job".into()).or_insert(job.name.clone());
+        tags.entry("queue".into()).or_insert(job.queue.clone());
+        if in_scope(&b.scope, "local", &tags) && !job.cancel_requested {
+            store.request_cancel(job.id, now_ms)?;
+            store.log(job.id, now_ms, "budget-stop", &format!("budget `{}` is spent", b.name))?;
+            eprintln!("stopped job {} `{}`: budget `{}` is spent", job.id, job.name, b.name);
         }
     }
     Ok(())

@@ -189,7 +189,13 @@ fn price(catalog: &Catalog, u: &UsageInput<'_>) -> Result<Charge, (&'static str,
             .map(|o| o.rate.free_if_preempted_within_s)
             .unwrap_or(0);
     }
-    let billed = rate.cost_of_ended_run(seconds, u.interrupted).map_err(|e| ("hourly_rate", e.to_string()))?;
+    // Off-peak prices depend on when the hours fell; everything else on how many there were.
+    let billed = if rate.pricing == PricingModel::OffPeak {
+        rate.cost_of_run_from(start, seconds)
+    } else {
+        rate.cost_of_ended_run(seconds, u.interrupted)
+    }
+    .map_err(|e| ("hourly_rate", e.to_string()))?;
     // List cost: the same seconds at the on-demand price, when the catalog knows it.
     let list = match (pricing, catalog_rate(PricingModel::OnDemand)) {
         (PricingModel::OnDemand, _) | (_, None) => billed.amount,

@@ -156,6 +156,17 @@ fn an_enforced_budget_refuses_launches_in_its_scope() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let jobs = json(at(h, now).args(["jobs", "--json"]));
     assert_eq!(jobs.as_array().expect("jobs").len(), 1);
+    // A budget that stops running jobs: the team=ml job is cancelled once `ml` is spent.
+    assert_eq!(
+        run(at(h, now).args(["budget", "set", "ml", "--scope", "team=ml", "--amount", "1", "USD", "--stop-running"]))
+            .code,
+        0
+    );
+    spend(h, now, "z", "2026-11-19T00:00:00Z", "2026-11-19T01:00:00Z", "5 USD", "ml");
+    let out = run(at(h, now).args(["budget", "status"]));
+    assert!(out.stderr.contains("stopped job 1 `t`: budget `ml` is spent"), "{}", out.stderr);
+    let show = json(at(h, now).args(["jobs", "show", "1", "--json"]));
+    assert!(show["events"].to_string().contains("budget-stop"), "{show}");
 }
 
 #[test]

@@ -443,3 +443,37 @@ fn postgres_ledger_matches_sqlite() {
         }
     }
 }
+
+/// Off-peak usage is priced by when its hours fell: Compshare's night discount (01:00-08:00
+/// Shanghai) applies inside the window, the on-demand price outside it.
+#[test]
+fn off_peak_usage_is_priced_by_the_clock() {
+    let home = tempfile::tempdir().expect("home");
+    // 16:00-20:00 UTC = 00:00-04:00 Shanghai: one hour at on-demand, three at the night price.
+    let out = run(cmd(home.path()).args([
+        "--currency",
+        "CNY",
+        "usage",
+        "add",
+        "--resource",
+        "n",
+        "--provider",
+        "compshare",
+        "--instance-type",
+        "4090",
+        "--region",
+        "*",
+        "--pricing",
+        "off_peak",
+        "--start",
+        "2026-11-01T16:00:00Z",
+        "--end",
+        "2026-11-01T20:00:00Z",
+        "--tags",
+        "team=a",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = json(cmd(home.path()).args(["--currency", "CNY", "cost", "report", "--by", "team", "--json"]));
+    // 1.67 CNY/h on-demand; 0.9 x 1.67 = 1.503 CNY/h off-peak (the catalog's rows).
+    assert_eq!(dec(&report["total"]["billed_cost"]), Decimal::new(167, 2) + Decimal::from(3) * Decimal::new(1503, 3));
+}
