@@ -293,6 +293,10 @@ pub(crate) struct CostReportArgs {
     /// Only these sources: job, usage, focus.
     #[arg(long, value_delimiter = ',')]
     pub(crate) source: Vec<String>,
+    /// Also show cost per unit of useful work (`tokens`, `epochs`): jobs report it in
+    /// `$GPUBROKER_CHECKPOINT_DIR/work` as `UNIT AMOUNT`; usage records in tags `work_unit`/`work_amount`.
+    #[arg(long)]
+    pub(crate) per: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub(crate) json: bool,

@@ -597,6 +597,20 @@ impl Store {
         exit_code: Option<i64>,
         reason: &str,
     ) -> Result<bool, StoreError> {
+        self.end_attempt_with_work(key, state, ended_at_ms, exit_code, reason, None)
+    }
+
+    /// [`Self::end_attempt`], recording the useful work the job reported (`tokens`, 2e9) on the
+    /// attempt's charge (tags `work_unit`, `work_amount`) for cost-per-unit reports.
+    pub fn end_attempt_with_work(
+        &self,
+        key: &str,
+        state: AttemptState,
+        ended_at_ms: i64,
+        exit_code: Option<i64>,
+        reason: &str,
+        work: Option<(String, String)>,
+    ) -> Result<bool, StoreError> {
         let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
         let n = tx
             .execute(
@@ -615,6 +629,10 @@ impl Store {
             let mut tags = self.job_tags(a.job_id)?;
             tags.insert("job".to_string(), job.name.clone());
             tags.insert("queue".to_string(), job.queue.clone());
+            if let Some((unit, amount)) = &work {
+                tags.insert("work_unit".to_string(), unit.clone());
+                tags.insert("work_amount".to_string(), amount.clone());
+            }
             let currency = a.currency.parse().unwrap_or(gpubroker_core::Currency::USD);
             let charge = crate::charges::Charge {
                 key: format!("job:{key}"),

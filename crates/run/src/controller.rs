@@ -239,7 +239,15 @@ impl Controller {
             }
             Observed::Exited { code, at_ms } => {
                 if code == 0 {
-                    self.store.end_attempt(&a.key, AttemptState::Succeeded, at_ms, Some(0), "exit 0")?;
+                    let work = self.reported_work(job, spec);
+                    self.store.end_attempt_with_work(
+                        &a.key,
+                        AttemptState::Succeeded,
+                        at_ms,
+                        Some(0),
+                        "exit 0",
+                        work,
+                    )?;
                     self.store.set_job_state(job.id, JobState::Succeeded, None, now)?;
                 } else {
                     self.store.end_attempt(&a.key, AttemptState::Failed, at_ms, Some(code), &format!("exit {code}"))?;
@@ -285,6 +293,18 @@ impl Controller {
             }
         }
         Ok(())
+    }
+
+    /// The useful work a finished job reported in `$GPUBROKER_CHECKPOINT_DIR/work` (one line,
+    /// `UNIT AMOUNT`, such as `tokens 2000000000`), for cost per unit of work.
+    fn reported_work(&self, job: &Job, spec: &JobSpec) -> Option<(String, String)> {
+        let dir = spec.checkpoint_dir.clone().unwrap_or_else(|| self.config.checkpoint_root.join(job.id.to_string()));
+        let text = std::fs::read_to_string(dir.join("work")).ok()?;
+        let mut parts = text.split_whitespace();
+        let unit = parts.next()?.to_string();
+        let amount = parts.next()?;
+        let value = Decimal::from_str(amount).or_else(|_| Decimal::from_scientific(amount)).ok()?;
+        (value > Decimal::ZERO).then(|| (unit, value.normalize().to_string()))
     }
 
     /// Moves a job to `again` while `count` is within `limit`, else to FAILED with `give_up`.

@@ -651,6 +651,10 @@ pub(crate) fn export(args: &crate::args::CostExportArgs, out: &mut impl Write) -
 #[derive(Serialize)]
 struct RowJson {
     key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    work_units: Option<Decimal>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_per_unit: Option<Decimal>,
     billed_cost: Decimal,
     effective_cost: Decimal,
     list_cost: Decimal,
@@ -720,8 +724,37 @@ pub(crate) fn report(ctx: &Context, args: &CostReportArgs, out: &mut impl Write)
     let mut rows: Vec<gpubroker_ledger::ReportRow> = merged.into_values().collect();
     rows.sort_by(|a, b| b.billed_cost.cmp(&a.billed_cost).then(a.key.cmp(&b.key)));
     let sum = |f: &dyn Fn(&gpubroker_ledger::ReportRow) -> Decimal| rows.iter().map(f).sum::<Decimal>();
+    // Units of useful work per group, when asked: from the charges' `work_unit`/`work_amount` tags.
+    let work: Option<BTreeMap<String, Decimal>> = match &args.per {
+        None => None,
+        Some(unit) => {
+            let mut m = BTreeMap::new();
+            for c in CostLedger::open()?.charges(bound(&args.from, "from")?, bound(&args.to, "to")?, &sources)? {
+                if c.tags.get("work_unit") == Some(unit)
+                    && let Some(amount) = c.tags.get("work_amount").and_then(|a| Decimal::from_str(a).ok())
+                {
+                    let key = gpubroker_ledger::group_charges(std::slice::from_ref(&c), &by)
+                        .into_iter()
+                        .next()
+                        .map(|r| r.key)
+                        .unwrap_or_default();
+                    *m.entry(key).or_insert(Decimal::ZERO) += amount;
+                }
+            }
+            Some(m)
+        }
+    };
+    let per_unit = |key: &str, billed: Decimal| -> (Option<Decimal>, Option<Decimal>) {
+        let Some(w) = &work else { return (None, None) };
+        let units = if key == "total" { w.values().copied().sum() } else { w.get(key).copied().unwrap_or_default() };
+        (Some(units), (!units.is_zero()).then(|| (billed / units).round_dp(12)))
+    };
+    let total_billed = rows.iter().map(|r| r.billed_cost).sum::<Decimal>();
+    let (work_units, cost_per_unit) = per_unit("total", total_billed);
     let total = RowJson {
         key: "total".into(),
+        work_units,
+        cost_per_unit,
         billed_cost: sum(&|r| r.billed_cost),
         effective_cost: sum(&|r| r.effective_cost),
         list_cost: sum(&|r| r.list_cost),
@@ -737,6 +770,8 @@ pub(crate) fn report(ctx: &Context, args: &CostReportArgs, out: &mut impl Write)
         rows: rows
             .into_iter()
             .map(|r| RowJson {
+                work_units: per_unit(&r.key, r.billed_cost).0,
+                cost_per_unit: per_unit(&r.key, r.billed_cost).1,
                 key: r.key,
                 billed_cost: r.billed_cost,
                 effective_cost: r.effective_cost,
@@ -753,16 +788,29 @@ pub(crate) fn report(ctx: &Context, args: &CostReportArgs, out: &mut impl Write)
         write_json(out, &report)?;
         return Ok(ExitStatus::Success);
     }
-    let mut t = table(&[args.by.as_str(), "billed", "effective", "list", "gpu-hours", "charges"]);
+    let per_header = args.per.as_ref().map(|u| format!("per {u}"));
+    let mut header = vec![args.by.as_str(), "billed", "effective", "list", "gpu-hours", "charges"];
+    if let Some(h) = &per_header {
+        header.push(h.as_str());
+    }
+    let mut t = table(&header);
     for r in report.rows.iter().chain(std::iter::once(&report.total)) {
-        t.add_row(vec![
+        let mut cells = vec![
             Cell::new(&r.key),
             Cell::new(money(r.billed_cost, currency)),
             Cell::new(money(r.effective_cost, currency)),
             Cell::new(money(r.list_cost, currency)),
             Cell::new(format!("{:.2}", r.gpu_hours)),
             Cell::new(r.charges),
-        ]);
+        ];
+        if per_header.is_some() {
+            cells.push(Cell::new(
+                r.cost_per_unit
+                    .map(|c| format!("{} {}", c.round_sf(4).unwrap_or(c).normalize(), currency))
+                    .unwrap_or_else(|| "-".into()),
+            ));
+        }
+        t.add_row(cells);
     }
     align_right(&mut t, &[1, 2, 3, 4, 5]);
     writeln!(out, "{t}")?;

@@ -267,3 +267,24 @@ fn idle_jobs_are_stopped() {
     let job = f.wait_state(id, &["CANCELLED"], Duration::from_secs(30));
     assert_eq!(job["attempts"][0]["state"], "terminated");
 }
+
+/// A job that reports its useful work gets a cost per unit in reports.
+#[test]
+fn cost_per_unit_of_reported_work() {
+    let f = Fixture::new();
+    let path = f.dir.path().join("work.yaml");
+    std::fs::write(
+        &path,
+        "name: tokens-job\nrun: |\n  sleep 1.2\n  echo \"tokens 3000000\" > \"$GPUBROKER_CHECKPOINT_DIR/work\"\n",
+    )
+    .expect("write");
+    let id = f.launch(&path, &[]);
+    f.wait_state(id, &["SUCCEEDED"], Duration::from_secs(30));
+    let report = json(f.cmd().args(["cost", "report", "--by", "job", "--per", "tokens", "--json"]));
+    let row = &report["rows"][0];
+    assert_eq!(row["key"], "tokens-job");
+    assert_eq!(dec(&row["work_units"]), Decimal::from(3_000_000));
+    let billed = dec(&row["billed_cost"]);
+    assert!(billed > Decimal::ZERO);
+    assert_eq!(dec(&row["cost_per_unit"]), (billed / Decimal::from(3_000_000)).round_dp(12));
+}
