@@ -107,7 +107,7 @@ impl Store {
     /// Appends charges in one transaction; rows whose key is already stored are skipped. Returns
     /// how many were new. When this returns, they are durable.
     pub fn add_charges(&self, charges: &[Charge]) -> Result<usize, StoreError> {
-        let tx = self.conn().unchecked_transaction().map_err(|e| self.wrap(e))?;
+        let tx = self.write_tx().map_err(|e| self.wrap(e))?;
         let mut added = 0;
         for c in charges {
             added += insert_charge(&tx, c).map_err(|e| self.wrap(e))?;

@@ -27,7 +27,7 @@ pub struct IdleSpan {
 impl Store {
     /// Stores samples of a resource (idempotent per resource, GPU and time). Returns how many were new.
     pub fn add_samples(&self, resource_id: &str, samples: &[Sample]) -> Result<usize, StoreError> {
-        let tx = self.conn().unchecked_transaction().map_err(|e| self.wrap(e))?;
+        let tx = self.write_tx().map_err(|e| self.wrap(e))?;
         let mut added = 0;
         {
             let mut stmt = tx

@@ -369,6 +369,13 @@ impl Store {
         &self.conn
     }
 
+    /// A write transaction that takes the write lock at BEGIN (IMMEDIATE). A deferred one that
+    /// reads first and writes later fails at once with SQLITE_BUSY_SNAPSHOT when another process
+    /// wrote in between (WAL mode does not wait then); an immediate one waits its turn instead.
+    pub(crate) fn write_tx(&self) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+        rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate)
+    }
+
     pub(crate) fn wrap(&self, source: rusqlite::Error) -> StoreError {
         self.err(source)
     }
@@ -395,7 +402,7 @@ impl Store {
         tags: &std::collections::BTreeMap<String, String>,
         now_ms: i64,
     ) -> Result<i64, StoreError> {
-        let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
+        let tx = self.write_tx().map_err(|e| self.err(e))?;
         let tags = serde_json::to_string(tags).unwrap_or_else(|_| "{}".into());
         tx.execute(
             "INSERT INTO jobs (name, spec, queue, priority, state, submitted_at, updated_at, tags) VALUES (?1, ?2, ?3, ?4, 'PENDING', ?5, ?5, ?6)",
@@ -463,7 +470,7 @@ impl Store {
         message: Option<&str>,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
+        let tx = self.write_tx().map_err(|e| self.err(e))?;
         let n = tx
             .execute(
                 "UPDATE jobs SET state = ?2, message = ?3, updated_at = ?4 WHERE id = ?1",
@@ -532,7 +539,7 @@ impl Store {
         if let Some(existing) = self.attempt_by_key(&key)? {
             return Ok(existing);
         }
-        let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
+        let tx = self.write_tx().map_err(|e| self.err(e))?;
         tx.execute(
             "INSERT INTO attempts (job_id, attempt, key, backend, placement, pricing, hourly_price, currency, state, intent_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'launching', ?9)",
@@ -556,7 +563,7 @@ impl Store {
 
     /// Records that an attempt runs (idempotent: keeps the first start time).
     pub fn mark_running(&self, key: &str, started_at_ms: i64, now_ms: i64) -> Result<(), StoreError> {
-        let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
+        let tx = self.write_tx().map_err(|e| self.err(e))?;
         let job_id: Option<i64> = tx
             .query_row(
                 "SELECT job_id FROM attempts WHERE key = ?1 AND state IN ('launching', 'running')",
@@ -611,7 +618,7 @@ impl Store {
         reason: &str,
         work: Option<(String, String)>,
     ) -> Result<bool, StoreError> {
-        let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
+        let tx = self.write_tx().map_err(|e| self.err(e))?;
         let n = tx
             .execute(
                 "UPDATE attempts SET state = ?2, ended_at = ?3, exit_code = ?4, reason = ?5,

@@ -108,8 +108,25 @@ impl Controller {
     /// Runs passes until `stop()` says so or, with `idle_exit`, nothing has been active for that long.
     pub fn run(&self, stop: &dyn Fn() -> bool) -> Result<(), ControllerError> {
         let mut idle_since = std::time::Instant::now();
+        let mut failures = 0u32;
         while !stop() {
-            let active = self.step()?;
+            let active = match self.step() {
+                Ok(n) => {
+                    failures = 0;
+                    n
+                }
+                Err(e) => {
+                    // A pass that failed (a busy database, a backend hiccup) is retried: every
+                    // pass is idempotent, so the next one picks up where this one stopped.
+                    failures += 1;
+                    eprintln!("gpubroker controller: pass failed ({failures} in a row): {e}");
+                    if failures >= 100 {
+                        return Err(e);
+                    }
+                    std::thread::sleep(self.config.poll_interval.max(Duration::from_millis(100)) * failures.min(10));
+                    1
+                }
+            };
             if active > 0 {
                 idle_since = std::time::Instant::now();
             } else if self.config.idle_exit.is_some_and(|d| idle_since.elapsed() >= d) {

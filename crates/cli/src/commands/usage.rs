@@ -667,6 +667,9 @@ struct RowJson {
 #[derive(Serialize)]
 struct ReportJson {
     by: String,
+    /// Cost of GPUs under 10% utilisation for 15+ minutes (when samples were recorded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    idle_cost: Option<Decimal>,
     currency: Currency,
     rows: Vec<RowJson>,
     total: RowJson,
@@ -764,6 +767,7 @@ pub(crate) fn report(ctx: &Context, args: &CostReportArgs, out: &mut impl Write)
         currency,
     };
     let report = ReportJson {
+        idle_cost: super::waste::default_idle_cost(ctx)?,
         by: args.by.clone(),
         currency,
         savings_vs_list: total.list_cost - total.effective_cost,
@@ -815,6 +819,9 @@ pub(crate) fn report(ctx: &Context, args: &CostReportArgs, out: &mut impl Write)
     align_right(&mut t, &[1, 2, 3, 4, 5]);
     writeln!(out, "{t}")?;
     writeln!(out, "savings vs list (on-demand) prices: {}", money(report.savings_vs_list, currency))?;
+    if let Some(idle) = report.idle_cost {
+        writeln!(out, "idle (GPUs under 10% for 15 min or more, `gpubroker cost idle`): {}", money(idle, currency))?;
+    }
     if !report.total.unused_commitment.is_zero() {
         writeln!(out, "unused commitment (waste): {}", money(report.total.unused_commitment, currency))?;
     }

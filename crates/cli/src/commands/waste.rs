@@ -139,6 +139,20 @@ pub(crate) fn idle(ctx: &Context, args: &CostIdleArgs, out: &mut impl Write) -> 
         bail!("`--threshold {}` must be a percentage between 0 and 100", args.threshold);
     }
     let window_s = parse_duration_s(&args.window).map_err(|e| anyhow!("`--window`: {e}"))?;
+    let report = analyse_idle(ctx, args.threshold, window_s, args.stop, &args.window)?;
+    print_idle(&report, args, out)
+}
+
+/// Idle cost under the default rule (GPUs under 10% for 15 minutes), for `cost report`;
+/// `None` when no utilisation samples were recorded.
+pub(crate) fn default_idle_cost(ctx: &Context) -> Result<Option<Decimal>> {
+    if open_store(&home()?)?.sampled_resources()?.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(analyse_idle(ctx, 10.0, 900, false, "15m")?.idle_cost))
+}
+
+fn analyse_idle(ctx: &Context, threshold: f64, window_s: u64, stop: bool, window_text: &str) -> Result<IdleReport> {
     let store = open_store(&home()?)?;
     let now = ctx.clock.now().as_millisecond();
     let currency = ctx.currency.unwrap_or(Currency::USD);
@@ -163,7 +177,7 @@ pub(crate) fn idle(ctx: &Context, args: &CostIdleArgs, out: &mut impl Write) -> 
     let mut total = Decimal::ZERO;
     for resource in store.sampled_resources()? {
         let samples = store.samples(&resource)?;
-        let spans = idle_spans(&samples, args.threshold, window_s as i64 * 1000, MAX_SAMPLE_GAP_MS);
+        let spans = idle_spans(&samples, threshold, window_s as i64 * 1000, MAX_SAMPLE_GAP_MS);
         if spans.is_empty() {
             continue;
         }
@@ -194,12 +208,12 @@ pub(crate) fn idle(ctx: &Context, args: &CostIdleArgs, out: &mut impl Write) -> 
         let last_sample = samples.last().map(|s| s.at_ms).unwrap_or(0);
         let idle_now = spans.last().is_some_and(|s| s.end_ms == last_sample) && now - last_sample <= MAX_SAMPLE_GAP_MS;
         let mut stopped_job = None;
-        if args.stop
+        if stop
             && idle_now
             && let Some((job_id, _, _)) = running.get(&resource)
         {
             store.request_cancel(*job_id, now)?;
-            store.log(*job_id, now, "idle-stop", &format!("GPUs under {}% for {}", args.threshold, args.window))?;
+            store.log(*job_id, now, "idle-stop", &format!("GPUs under {threshold}% for {window_text}"))?;
             stopped_job = Some(*job_id);
         }
         total += cost;
@@ -225,16 +239,20 @@ pub(crate) fn idle(ctx: &Context, args: &CostIdleArgs, out: &mut impl Write) -> 
         .filter(|(_, n)| *n >= CHURN_PER_DAY)
         .map(|((resource, day), short_charges)| ChurnRow { resource, day, short_charges })
         .collect();
-    let report = IdleReport {
-        threshold_pct: args.threshold,
+    Ok(IdleReport {
+        threshold_pct: threshold,
         window_s,
         resources: rows,
         idle_cost: total.round_dp(6),
         currency,
         churn,
-    };
+    })
+}
+
+fn print_idle(report: &IdleReport, args: &CostIdleArgs, out: &mut impl Write) -> Result<ExitStatus> {
+    let currency = report.currency;
     if args.json {
-        write_json(out, &report)?;
+        write_json(out, report)?;
         return Ok(ExitStatus::Success);
     }
     let mut t = table(&["resource", "idle spans", "idle hours", "idle cost", "now"]);

@@ -78,7 +78,10 @@ run: |
             if states.iter().any(|s| j["state"] == *s) {
                 return j;
             }
-            assert!(started.elapsed() < timeout, "job {id} stuck: {j}");
+            if started.elapsed() >= timeout {
+                let log = std::fs::read_to_string(self.home().join("controller.log")).unwrap_or_default();
+                panic!("job {id} stuck: {j}\ncontroller.log:\n{log}");
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
     }

@@ -304,6 +304,9 @@ fn idle_gpus_are_found_and_priced() {
     assert_eq!(r["idle_spans"].as_array().expect("spans").len(), 1);
     // 10:30 to 11:29 = 59 minutes of a 12 USD/h machine.
     assert_eq!(dec(&r["idle_cost"]), Decimal::from(12) * Decimal::from(59) / Decimal::from(60));
+    // `cost report` shows the idle cost as its own line (default rule: under 10% for 15 min).
+    let full = json(cmd(home.path()).args(["cost", "report", "--json"]));
+    assert_eq!(dec(&full["idle_cost"]), Decimal::from(12) * Decimal::from(59) / Decimal::from(60));
     // A 2-hour window finds nothing.
     let report = json(cmd(home.path()).args(["cost", "idle", "--window", "2h", "--json"]));
     assert!(report["resources"].as_array().expect("r").is_empty());
