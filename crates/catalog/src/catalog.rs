@@ -235,6 +235,18 @@ impl Catalog {
         Some(total)
     }
 
+    /// The price tiers of a kind of transfer from `provider`'s `region` (tier start in GB per
+    /// month, price per GB), empty when unknown.
+    pub fn transfer_tiers(&self, provider: &str, region: &str, kind: TransferKind) -> Vec<(Decimal, Money)> {
+        let mut tiers: Vec<(Decimal, Money)> = self
+            .price_rows(&self.transfer, provider, region, |t| t.kind == kind)
+            .into_iter()
+            .map(|t| (t.from_gb, t.price_per_gb))
+            .collect();
+        tiers.sort_by(|a, b| a.0.cmp(&b.0));
+        tiers
+    }
+
     /// The storage price for `provider`'s `region`.
     pub fn storage_price(&self, provider: &str, region: &str, kind: StorageKind) -> Option<&StoragePrice> {
         self.price_rows(&self.storage, provider, region, |s| s.kind == kind).into_iter().next()

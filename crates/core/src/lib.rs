@@ -10,6 +10,7 @@
 //!   and the backtest all price time through [`RateCard::cost_of_run`], so they can never disagree.
 //! * [`units`]: parsing of sizes (`200GB`) and durations (`48h`) with explicit units.
 //! * [`Clock`]: the only way code reads the current time, so tests and simulations can fix it.
+//! * [`volume`]: storage (byte-seconds over the calendar month) and tiered, two-sided transfer.
 //! * [`commitment`]: what committed contracts (hourly reservations, block + overage) bill and waste.
 //!
 //! Nothing here performs I/O.
@@ -22,6 +23,7 @@ mod fx;
 mod money;
 mod pricing;
 pub mod units;
+pub mod volume;
 
 pub use clock::Clock;
 pub use fx::{FxError, FxRate, FxTable};

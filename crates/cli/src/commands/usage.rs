@@ -310,11 +310,22 @@ fn read_usage_csv(catalog: &Catalog, path: &Path) -> Result<Vec<Charge>> {
         }
     }
     let mut out = Vec::new();
+    // Transfer tiers follow the volume already moved that month, per (provider, region, kind, month).
+    let mut month_to_date: HashMap<(String, String, String, String), Decimal> = HashMap::new();
     for rec in reader.records() {
         let rec = rec.map_err(|e| anyhow!("{shown}: malformed CSV: {e}"))?;
         let line = rec.position().map(|p| p.line()).unwrap_or(0);
         let err = |field: &str, m: String| anyhow!("{shown}:{line}: {field}: {m}");
         let g = |n: &str| get(&rec, &cols, n);
+        match g("kind") {
+            "" | "compute" => {}
+            kind @ ("storage" | "transfer") => {
+                let kind = kind.to_string();
+                out.push(volume_charge(catalog, &kind, &rec, &cols, &mut month_to_date).map_err(|(f, m)| err(f, m))?);
+                continue;
+            }
+            other => return Err(err("kind", format!("`{other}`: expected compute, storage or transfer"))),
+        }
         let gpu_count = match g("gpu_count") {
             "" => 0,
             t => t.parse::<u32>().map_err(|_| err("gpu_count", format!("`{t}` is not a whole number")))?,
@@ -365,6 +376,107 @@ fn read_usage_csv(catalog: &Catalog, path: &Path) -> Result<Vec<Charge>> {
         out.push(price(catalog, &input).map_err(|(f, m)| err(f, m))?);
     }
     Ok(out)
+}
+
+/// A storage (`quantity_gb` kept from start to end) or transfer (`quantity_gb` moved) record.
+/// Prices: `gb_month_rate` / `gb_rate` (with `currency`), else the catalog's for the provider
+/// and region. Transfer kinds: `internet_egress` (tiered), `inter_region`, `inter_zone` (charged
+/// in each direction).
+fn volume_charge(
+    catalog: &Catalog,
+    kind: &str,
+    rec: &csv::StringRecord,
+    cols: &HashMap<String, usize>,
+    month_to_date: &mut HashMap<(String, String, String, String), Decimal>,
+) -> Result<Charge, (&'static str, String)> {
+    let g = |n: &str| get(rec, cols, n);
+    use gpubroker_catalog::{StorageKind, TransferKind};
+    use gpubroker_core::volume::{inter_zone_cost, storage_cost, tiered_transfer_cost};
+    let start = parse_time(g("start")).map_err(|m| ("start", m))?;
+    let end = parse_time(g("end")).map_err(|m| ("end", m))?;
+    if end < start {
+        return Err(("end", format!("`{}` is before start `{}`", g("end"), g("start"))));
+    }
+    let gb = Decimal::from_str(g("quantity_gb"))
+        .map_err(|_| ("quantity_gb", format!("`{}` is not a number of GB", g("quantity_gb"))))?;
+    if gb.is_sign_negative() {
+        return Err(("quantity_gb", "must be >= 0".into()));
+    }
+    let given_currency = match g("currency") {
+        "" => Currency::USD,
+        c => c.parse().map_err(|_| ("currency", format!("`{c}` is not an ISO 4217 code")))?,
+    };
+    let rate = |col: &'static str| -> Result<Option<Money>, (&'static str, String)> {
+        match g(col) {
+            "" => Ok(None),
+            t => Decimal::from_str(t)
+                .map(|d| Some(Money::new(d, given_currency)))
+                .map_err(|_| (col, format!("`{t}` is not a decimal number"))),
+        }
+    };
+    let (provider, region) = (g("provider").to_ascii_lowercase(), g("region").to_string());
+    let (service, pricing, cost) = if kind == "storage" {
+        let price = match rate("gb_month_rate")? {
+            Some(m) => m,
+            None => catalog.storage_price(&provider, &region, StorageKind::Block).map(|p| p.price_per_gb_month).ok_or(
+                ("gb_month_rate", format!("is empty and the catalog has no storage price for {provider} {region}")),
+            )?,
+        };
+        (
+            "storage".to_string(),
+            "storage".to_string(),
+            Money::new(storage_cost(gb, start, end, price.amount), price.currency),
+        )
+    } else {
+        let transfer = match g("transfer") {
+            "" | "internet_egress" => TransferKind::InternetEgress,
+            "inter_region" => TransferKind::InterRegion,
+            "inter_zone" => TransferKind::InterZone,
+            other => {
+                return Err(("transfer", format!("`{other}`: expected internet_egress, inter_region or inter_zone")));
+            }
+        };
+        let tiers: Vec<(Decimal, Money)> = match rate("gb_rate")? {
+            Some(m) => vec![(Decimal::ZERO, m)],
+            None => catalog.transfer_tiers(&provider, &region, transfer),
+        };
+        let Some(currency) = tiers.first().map(|t| t.1.currency) else {
+            return Err((
+                "gb_rate",
+                format!("is empty and the catalog has no {transfer:?} price for {provider} {region}"),
+            ));
+        };
+        let month: String = start.to_string().chars().take(7).collect();
+        let key = (provider.clone(), region.clone(), format!("{transfer:?}"), month);
+        let done = month_to_date.entry(key).or_insert(Decimal::ZERO);
+        let plain: Vec<(Decimal, Decimal)> = tiers.iter().map(|(f, p)| (*f, p.amount)).collect();
+        let amount = match transfer {
+            TransferKind::InterZone => inter_zone_cost(gb, plain[0].1),
+            _ => tiered_transfer_cost(&plain, *done, gb),
+        };
+        *done += gb;
+        ("data transfer".to_string(), format!("{transfer:?}").to_ascii_lowercase(), Money::new(amount, currency))
+    };
+    Ok(Charge {
+        key: format!("{kind}:{}:{}:{}:{}", g("resource_id"), start.as_millisecond(), end.as_millisecond(), gb),
+        source: ChargeSource::Usage,
+        provider,
+        service,
+        region,
+        resource_id: g("resource_id").to_string(),
+        instance_type: String::new(),
+        gpu: String::new(),
+        gpu_count: 0,
+        pricing,
+        start_ms: start.as_millisecond(),
+        end_ms: end.as_millisecond().max(start.as_millisecond()),
+        billed_cost: cost.amount,
+        effective_cost: cost.amount,
+        list_cost: cost.amount,
+        currency: cost.currency,
+        tags: parse_tags(g("tags")).map_err(|m| ("tags", m))?,
+        raw: BTreeMap::new(),
+    })
 }
 
 /// FOCUS 1.0-1.2 rows as charges. The sample bills' quirks are handled: `NULL` for empty,

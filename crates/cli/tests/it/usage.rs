@@ -480,3 +480,33 @@ fn off_peak_usage_is_priced_by_the_clock() {
     // 1.67 CNY/h on-demand; 0.9 x 1.67 = 1.503 CNY/h off-peak (the catalog's rows).
     assert_eq!(dec(&report["total"]["billed_cost"]), Decimal::new(167, 2) + Decimal::from(3) * Decimal::new(1503, 3));
 }
+
+/// Storage by byte-seconds over the calendar month; transfer tiered by the month's volume and
+/// charged in each direction between zones.
+#[test]
+fn storage_and_transfer_are_priced_like_the_bill() {
+    let home = tempfile::tempdir().expect("home");
+    let (_d, csv) = temp_file(
+        "volume.csv",
+        "resource_id,provider,region,pricing,start,end,kind,quantity_gb,gb_month_rate,gb_rate,transfer,currency,tags\n\
+         vol-1,aws,us-east-1,on_demand,2026-02-01T00:00:00Z,2026-03-01T00:00:00Z,storage,100,0.08,,,USD,team=ml\n\
+         vol-2,aws,us-east-1,on_demand,2026-02-10T00:00:00Z,2026-02-10T01:00:00Z,storage,672,0.10,,,USD,team=infra\n\
+         x-1,aws,us-east-1,on_demand,2026-03-01T00:00:00Z,2026-03-01T00:00:00Z,transfer,10000,,,internet_egress,USD,team=web\n\
+         x-2,aws,us-east-1,on_demand,2026-03-02T00:00:00Z,2026-03-02T00:00:00Z,transfer,1000,,,internet_egress,USD,team=web\n\
+         z-1,aws,us-east-1,on_demand,2026-03-02T00:00:00Z,2026-03-02T00:00:00Z,transfer,100,,0.01,inter_zone,USD,team=az\n",
+    );
+    let out = run(cmd(home.path()).args(["usage", "import", "--csv"]).arg(&csv));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = json(cmd(home.path()).args(["cost", "report", "--by", "team", "--json"]));
+    let by: BTreeMap<String, Decimal> = report["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| (r["key"].as_str().expect("k").to_string(), dec(&r["billed_cost"])))
+        .collect();
+    assert_eq!(by["ml"], Decimal::from(8), "100 GB for all of February at 0.08");
+    assert_eq!(by["infra"], Decimal::new(1, 1), "672 GB for one of February's 672 hours at 0.10");
+    // The built-in AWS us-east-1 egress tiers: 10,240 GB at 0.09, then 0.085.
+    assert_eq!(by["web"], Decimal::new(10240 * 9, 2) + Decimal::new(760 * 85, 3));
+    assert_eq!(by["az"], Decimal::from(2), "100 GB between zones, 0.01 each way");
+}
