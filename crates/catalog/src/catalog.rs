@@ -243,7 +243,7 @@ impl Catalog {
             .into_iter()
             .map(|t| (t.from_gb, t.price_per_gb))
             .collect();
-        tiers.sort_by(|a, b| a.0.cmp(&b.0));
+        tiers.sort_by_key(|t| t.0);
         tiers
     }
 

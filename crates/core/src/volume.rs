@@ -41,7 +41,7 @@ pub fn storage_cost(gb: Decimal, start: Timestamp, end: Timestamp, price_per_gb_
 /// under `tiers` (tier start in GB per month, price per GB), sorted or not.
 pub fn tiered_transfer_cost(tiers: &[(Decimal, Decimal)], month_to_date_gb: Decimal, gb: Decimal) -> Decimal {
     let mut tiers = tiers.to_vec();
-    tiers.sort_by(|a, b| a.0.cmp(&b.0));
+    tiers.sort_by_key(|t| t.0);
     let (from, to) = (month_to_date_gb.max(Decimal::ZERO), month_to_date_gb.max(Decimal::ZERO) + gb.max(Decimal::ZERO));
     let mut total = Decimal::ZERO;
     for (i, (start, price)) in tiers.iter().enumerate() {
