@@ -779,6 +779,8 @@ struct RowJson {
 #[derive(Serialize)]
 struct ReportJson {
     by: String,
+    /// The dated rates used to convert amounts into `currency` (empty when nothing was converted).
+    exchange_rates: Vec<gpubroker_core::FxRate>,
     /// Cost of GPUs under 10% utilisation for 15+ minutes (when samples were recorded).
     #[serde(skip_serializing_if = "Option::is_none")]
     idle_cost: Option<Decimal>,
@@ -818,7 +820,12 @@ pub(crate) fn report(ctx: &Context, args: &CostReportArgs, out: &mut impl Write)
     });
     let fx = ctx.catalog.fx();
     let mut merged: BTreeMap<String, gpubroker_ledger::ReportRow> = BTreeMap::new();
+    let mut converted: std::collections::BTreeSet<Currency> = Default::default();
     for (r, c) in per_currency {
+        if c != currency {
+            converted.insert(c);
+            converted.insert(currency);
+        }
         let factor = fx.factor(c, currency)?;
         let row = merged.entry(r.key.clone()).or_insert_with(|| gpubroker_ledger::ReportRow {
             key: r.key.clone(),
@@ -879,6 +886,7 @@ pub(crate) fn report(ctx: &Context, args: &CostReportArgs, out: &mut impl Write)
         currency,
     };
     let report = ReportJson {
+        exchange_rates: converted.iter().filter_map(|c| fx.rate(*c).cloned()).collect(),
         idle_cost: super::waste::default_idle_cost(ctx)?,
         by: args.by.clone(),
         currency,
@@ -931,6 +939,11 @@ pub(crate) fn report(ctx: &Context, args: &CostReportArgs, out: &mut impl Write)
     align_right(&mut t, &[1, 2, 3, 4, 5]);
     writeln!(out, "{t}")?;
     writeln!(out, "savings vs list (on-demand) prices: {}", money(report.savings_vs_list, currency))?;
+    for r in &report.exchange_rates {
+        if r.currency != Currency::USD {
+            writeln!(out, "converted at 1 {} = {} USD (as of {}, {})", r.currency, r.usd_per_unit, r.as_of, r.source)?;
+        }
+    }
     if let Some(idle) = report.idle_cost {
         writeln!(out, "idle (GPUs under 10% for 15 min or more, `gpubroker cost idle`): {}", money(idle, currency))?;
     }

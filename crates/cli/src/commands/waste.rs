@@ -128,7 +128,20 @@ struct IdleReport {
     idle_cost: Decimal,
     currency: Currency,
     churn: Vec<ChurnRow>,
+    forgotten: Vec<Forgotten>,
 }
+
+/// A managed job still running past its deadline, or for days without one.
+#[derive(Serialize)]
+struct Forgotten {
+    job: i64,
+    name: String,
+    running_hours: f64,
+    reason: String,
+}
+
+/// Running this long without a deadline looks forgotten.
+const FORGOTTEN_AFTER_MS: i64 = 72 * 3_600_000;
 
 fn iso(ms: i64) -> String {
     jiff::Timestamp::from_millisecond(ms).map(|t| t.to_string()).unwrap_or_default()
@@ -239,7 +252,26 @@ fn analyse_idle(ctx: &Context, threshold: f64, window_s: u64, stop: bool, window
         .filter(|(_, n)| *n >= CHURN_PER_DAY)
         .map(|((resource, day), short_charges)| ChurnRow { resource, day, short_charges })
         .collect();
+    let mut forgotten = Vec::new();
+    for job in store.jobs(true)? {
+        let Ok(spec) = serde_json::from_str::<gpubroker_run::JobSpec>(&job.spec) else { continue };
+        let running_ms = now - job.submitted_at_ms;
+        let reason = match spec.deadline_at_ms {
+            Some(d) if now > d => Some(format!("past its deadline by {:.1} h", (now - d) as f64 / 3_600_000.0)),
+            None if running_ms > FORGOTTEN_AFTER_MS => Some("running for days without a deadline".to_string()),
+            _ => None,
+        };
+        if let Some(reason) = reason {
+            forgotten.push(Forgotten {
+                job: job.id,
+                name: job.name.clone(),
+                running_hours: running_ms as f64 / 3_600_000.0,
+                reason,
+            });
+        }
+    }
     Ok(IdleReport {
+        forgotten,
         threshold_pct: threshold,
         window_s,
         resources: rows,
@@ -278,6 +310,9 @@ fn print_idle(report: &IdleReport, args: &CostIdleArgs, out: &mut impl Write) ->
         args.window,
         money(report.idle_cost, currency)
     )?;
+    for f in &report.forgotten {
+        writeln!(out, "forgotten? job {} `{}` has run {:.1} h: {}", f.job, f.name, f.running_hours, f.reason)?;
+    }
     for c in &report.churn {
         writeln!(
             out,

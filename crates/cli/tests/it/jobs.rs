@@ -291,3 +291,17 @@ fn cost_per_unit_of_reported_work() {
     assert!(billed > Decimal::ZERO);
     assert_eq!(dec(&row["cost_per_unit"]), (billed / Decimal::from(3_000_000)).round_dp(12));
 }
+
+/// A job still running past its deadline is flagged as possibly forgotten.
+#[test]
+fn jobs_past_their_deadline_are_flagged() {
+    let f = Fixture::new();
+    let id = f.launch(&f.task("late", 1000, "0.1"), &["--deadline", "1s"]);
+    f.wait_state(id, &["RUNNING"], Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(1200));
+    let report = json(f.cmd().args(["cost", "idle", "--json"]));
+    assert_eq!(report["forgotten"][0]["job"], id, "{report}");
+    assert!(report["forgotten"][0]["reason"].as_str().unwrap_or("").contains("past its deadline"));
+    assert_eq!(run(f.cmd().args(["jobs", "cancel", &id.to_string()])).code, 0);
+    f.wait_state(id, &["CANCELLED"], Duration::from_secs(30));
+}

@@ -81,6 +81,15 @@ fn usage_csv_is_priced_exactly_and_attributed() {
     );
     let cny = json(cmd(home.path()).args(["--currency", "CNY", "cost", "report", "--by", "project", "--json"]));
     assert_eq!(cny["currency"], "CNY");
+    // The dated rate used is part of the report.
+    assert!(
+        cny["exchange_rates"]
+            .as_array()
+            .expect("rates")
+            .iter()
+            .any(|r| r["currency"] == "CNY" && r["as_of"] == "2026-05-08"),
+        "{cny}"
+    );
     let sum: Decimal = cny["rows"].as_array().expect("rows").iter().map(|r| dec(&r["billed_cost"])).sum();
     assert_eq!(sum, dec(&cny["total"]["billed_cost"]), "rows add up to the total exactly");
 }
