@@ -198,11 +198,20 @@ pub(crate) struct UsageSamplesArgs {
     #[arg(long)]
     pub(crate) resource: String,
     /// Output of `nvidia-smi --query-gpu=timestamp,index,utilization.gpu --format=csv` (times in UTC).
-    #[arg(long, conflicts_with = "dcgm", required_unless_present = "dcgm")]
+    #[arg(long, conflicts_with_all = ["dcgm", "nvml"], required_unless_present_any = ["dcgm", "nvml"])]
     pub(crate) nvidia_smi: Option<PathBuf>,
     /// A DCGM exporter scrape (Prometheus text with `DCGM_FI_DEV_GPU_UTIL`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "nvml")]
     pub(crate) dcgm: Option<PathBuf>,
+    /// Sample this machine's GPUs through NVML (`libnvidia-ml.so`, present where NVIDIA drivers are).
+    #[arg(long)]
+    pub(crate) nvml: bool,
+    /// With `--nvml`: samples to take.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) count: u32,
+    /// With `--nvml`: time between samples.
+    #[arg(long, default_value = "10s")]
+    pub(crate) interval: String,
 }
 
 #[derive(Debug, Args)]

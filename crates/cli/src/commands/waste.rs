@@ -89,12 +89,37 @@ fn parse_dcgm(path: &std::path::Path, now_ms: i64) -> Result<Vec<Sample>> {
     Ok(out)
 }
 
+/// Samples this machine's GPUs through NVML, `count` times `interval_s` apart.
+fn sample_nvml(count: u32, interval_s: u64) -> Result<Vec<Sample>> {
+    let nvml = nvml_wrapper::Nvml::init().map_err(|e| {
+        anyhow!("NVML is not available on this machine ({e}); use `--nvidia-smi FILE` or `--dcgm FILE`")
+    })?;
+    let devices = nvml.device_count().map_err(|e| anyhow!("NVML: cannot count GPUs: {e}"))?;
+    let mut out = Vec::new();
+    for i in 0..count.max(1) {
+        if i > 0 {
+            std::thread::sleep(std::time::Duration::from_secs(interval_s));
+        }
+        let at_ms = gpubroker_core::Clock::System.now().as_millisecond();
+        for gpu in 0..devices {
+            let device = nvml.device_by_index(gpu).map_err(|e| anyhow!("NVML: GPU {gpu}: {e}"))?;
+            let util = device.utilization_rates().map_err(|e| anyhow!("NVML: GPU {gpu} utilisation: {e}"))?;
+            out.push(Sample { at_ms, gpu, util_pct: f64::from(util.gpu) });
+        }
+    }
+    Ok(out)
+}
+
 pub(crate) fn samples(args: &UsageSamplesArgs, out: &mut impl Write) -> Result<ExitStatus> {
     let now = gpubroker_core::Clock::System.now().as_millisecond();
-    let samples = match (&args.nvidia_smi, &args.dcgm) {
-        (Some(p), _) => parse_nvidia_smi(p)?,
-        (None, Some(p)) => parse_dcgm(p, now)?,
-        (None, None) => bail!("give `--nvidia-smi FILE` or `--dcgm FILE`"),
+    let samples = match (&args.nvidia_smi, &args.dcgm, args.nvml) {
+        (Some(p), _, _) => parse_nvidia_smi(p)?,
+        (None, Some(p), _) => parse_dcgm(p, now)?,
+        (None, None, true) => {
+            let interval = parse_duration_s(&args.interval).map_err(|e| anyhow!("`--interval`: {e}"))?;
+            sample_nvml(args.count, interval)?
+        }
+        (None, None, false) => bail!("give `--nvidia-smi FILE`, `--dcgm FILE` or `--nvml`"),
     };
     let store = open_store(&home()?)?;
     let added = store.add_samples(&args.resource, &samples)?;
