@@ -476,6 +476,168 @@ pub(crate) fn contract_status(ctx: &Context, args: &BudgetStatusArgs, out: &mut 
     Ok(ExitStatus::Success)
 }
 
+/// One part of an hourly usage row once a contract re-prices it.
+pub(crate) struct OverlayPart {
+    pub(crate) billed: Decimal,
+    pub(crate) effective: Decimal,
+    pub(crate) fields: Vec<(&'static str, String)>,
+}
+
+/// How contracts re-price the usage they cover in a FOCUS export: covered GPU-hours become
+/// `Committed`/`Used` rows (billed 0, effective at the contract rate), the excess becomes
+/// overage rows, and each contract adds a `Purchase` row (its fee) and an `Unused` row (waste),
+/// so that the export bills exactly what `contract status` says.
+pub(crate) struct Overlay {
+    /// (charge key, hourly slice start) → the rows that replace that slice.
+    pub(crate) slices: std::collections::HashMap<(String, i64), Vec<OverlayPart>>,
+    /// Purchase and Unused rows.
+    pub(crate) commitment_rows: Vec<BTreeMap<&'static str, String>>,
+}
+
+pub(crate) fn contract_overlay(ctx: &Context, charges: &[gpubroker_ledger::Charge]) -> Result<Overlay> {
+    let store = open_store(&home()?)?;
+    let now = ctx.clock.now();
+    let mut overlay = Overlay { slices: Default::default(), commitment_rows: Vec::new() };
+    let iso = |ms: i64| {
+        Timestamp::from_millisecond(ms).map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()).unwrap_or_default()
+    };
+    for contract in store.contracts()? {
+        let (start, end) = period_bounds(&contract.period, now)?;
+        let (s, e) =
+            (start.as_millisecond(), end.as_millisecond().min(now.as_millisecond().max(start.as_millisecond())));
+        if e <= s {
+            continue;
+        }
+        let units = Decimal::from_str(&contract.units).unwrap_or_default();
+        let rate = Decimal::from_str(&contract.rate).unwrap_or_default();
+        let over_rate = Decimal::from_str(&contract.overage_rate).unwrap_or_default();
+        // Hourly slices (as the export cuts them) of the usage this contract covers.
+        let mut slices: Vec<(i64, String, Decimal)> = Vec::new();
+        for c in charges.iter().filter(|c| {
+            c.source != gpubroker_ledger::ChargeSource::Focus
+                && c.gpu_count > 0
+                && in_scope(&contract.scope, &c.provider, &c.tags)
+        }) {
+            let mut t = c.start_ms;
+            while t < c.end_ms {
+                let next = (t.div_euclid(3_600_000) + 1) * 3_600_000;
+                let b = next.min(c.end_ms);
+                if t >= s && b <= e && !overlay.slices.contains_key(&(c.key.clone(), t)) {
+                    slices.push((
+                        t,
+                        c.key.clone(),
+                        Decimal::from(c.gpu_count) * Decimal::from(b - t) / Decimal::from(3_600_000),
+                    ));
+                }
+                t = next;
+            }
+        }
+        slices.sort();
+        let hours = Decimal::from((e - s + 3_599_999) / 3_600_000);
+        let fee = if contract.kind == "hourly" { units * rate * hours } else { units * rate };
+        let mut covered_total = Decimal::ZERO;
+        let mut per_hour: BTreeMap<i64, Decimal> = BTreeMap::new();
+        for (a, _, g) in &slices {
+            *per_hour.entry(a.div_euclid(3_600_000)).or_default() += *g;
+        }
+        let mut remaining = units;
+        for (a, key, g) in &slices {
+            let covered = if contract.kind == "hourly" {
+                let used = per_hour[&a.div_euclid(3_600_000)];
+                if used.is_zero() { Decimal::ZERO } else { *g * units.min(used) / used }
+            } else {
+                let c = (*g).min(remaining);
+                remaining -= c;
+                c
+            };
+            covered_total += covered;
+            let over = *g - covered;
+            let commit_fields = |status: &str, quantity: Decimal| {
+                vec![
+                    ("PricingCategory", "Committed".to_string()),
+                    ("CommitmentDiscountId", contract.name.clone()),
+                    ("CommitmentDiscountName", contract.name.clone()),
+                    ("CommitmentDiscountType", "Contract".to_string()),
+                    ("CommitmentDiscountCategory", "Usage".to_string()),
+                    ("CommitmentDiscountStatus", status.to_string()),
+                    ("CommitmentDiscountQuantity", quantity.round_dp(10).normalize().to_string()),
+                    ("CommitmentDiscountUnit", "GPU-Hours".to_string()),
+                    ("x_GpuHours", quantity.round_dp(10).normalize().to_string()),
+                    ("BillingCurrency", contract.currency.clone()),
+                    ("PricingCurrency", contract.currency.clone()),
+                ]
+            };
+            let mut parts = Vec::new();
+            if covered > Decimal::ZERO {
+                parts.push(OverlayPart {
+                    billed: Decimal::ZERO,
+                    effective: covered * rate,
+                    fields: commit_fields("Used", covered),
+                });
+            }
+            if over > Decimal::ZERO {
+                parts.push(OverlayPart {
+                    billed: over * over_rate,
+                    effective: over * over_rate,
+                    fields: vec![
+                        ("PricingCategory", "Standard".to_string()),
+                        ("ChargeDescription", format!("overage of contract {}", contract.name)),
+                        ("x_GpuHours", over.round_dp(10).normalize().to_string()),
+                        ("BillingCurrency", contract.currency.clone()),
+                        ("PricingCurrency", contract.currency.clone()),
+                    ],
+                });
+            }
+            overlay.slices.insert((key.clone(), *a), parts);
+        }
+        let committed_units = if contract.kind == "hourly" { units * hours } else { units };
+        let unused_units = (committed_units - covered_total).max(Decimal::ZERO);
+        let base = |category: &str, billed: Decimal, effective: Decimal| -> BTreeMap<&'static str, String> {
+            let mut row = BTreeMap::new();
+            row.insert("BilledCost", billed.to_string());
+            row.insert("EffectiveCost", effective.to_string());
+            row.insert("ListCost", billed.max(effective).to_string());
+            row.insert("BillingCurrency", contract.currency.clone());
+            row.insert("BillingPeriodStart", iso(s));
+            row.insert("BillingPeriodEnd", iso(end.as_millisecond()));
+            row.insert("ChargePeriodStart", iso(s));
+            row.insert("ChargePeriodEnd", iso(e));
+            row.insert("ChargeCategory", category.to_string());
+            row.insert("CommitmentDiscountId", contract.name.clone());
+            row.insert("CommitmentDiscountName", contract.name.clone());
+            row.insert("CommitmentDiscountType", "Contract".to_string());
+            row.insert("CommitmentDiscountCategory", "Usage".to_string());
+            row.insert("CommitmentDiscountUnit", "GPU-Hours".to_string());
+            row.insert("ProviderName", "gpubroker".to_string());
+            row.insert("x_Source", "contract".to_string());
+            row
+        };
+        let mut purchase = base("Purchase", fee, Decimal::ZERO);
+        purchase.insert("ChargeFrequency", "Recurring".into());
+        purchase.insert("PricingCategory", "Standard".into());
+        purchase.insert("CommitmentDiscountQuantity", committed_units.normalize().to_string());
+        purchase.insert(
+            "ChargeDescription",
+            format!(
+                "contract {}: {} {}",
+                contract.name,
+                contract.units,
+                if contract.kind == "hourly" { "GPUs per hour" } else { "GPU-hours" }
+            ),
+        );
+        overlay.commitment_rows.push(purchase);
+        if unused_units > Decimal::ZERO {
+            let mut unused = base("Usage", Decimal::ZERO, unused_units * rate);
+            unused.insert("ChargeFrequency", "Usage-Based".into());
+            unused.insert("PricingCategory", "Committed".into());
+            unused.insert("CommitmentDiscountStatus", "Unused".into());
+            unused.insert("CommitmentDiscountQuantity", unused_units.round_dp(10).normalize().to_string());
+            overlay.commitment_rows.push(unused);
+        }
+    }
+    Ok(overlay)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

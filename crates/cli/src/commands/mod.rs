@@ -38,7 +38,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Usage(UsageCommand::Add(args)) => usage::add(&ctx, &args, &mut out),
         Command::Usage(UsageCommand::Import(args)) => usage::import(&ctx, &args, &mut out),
         Command::Cost(CostCommand::Report(args)) => usage::report(&ctx, &args, &mut out),
-        Command::Cost(CostCommand::Export(args)) => usage::export(&args, &mut out),
+        Command::Cost(CostCommand::Export(args)) => usage::export(&ctx, &args, &mut out),
         Command::Cost(CostCommand::Idle(args)) => waste::idle(&ctx, &args, &mut out),
         Command::Cost(CostCommand::Anomalies(args)) => waste::anomalies(&ctx, &args, &mut out),
         Command::Usage(UsageCommand::Samples(args)) => waste::samples(&args, &mut out),

@@ -675,7 +675,7 @@ fn pricing_category(pricing: &str) -> &'static str {
     }
 }
 
-pub(crate) fn export(args: &crate::args::CostExportArgs, out: &mut impl Write) -> Result<ExitStatus> {
+pub(crate) fn export(ctx: &Context, args: &crate::args::CostExportArgs, out: &mut impl Write) -> Result<ExitStatus> {
     if args.format != "focus" {
         bail!("`--format {}`: only `focus` (FOCUS 1.2) is supported", args.format);
     }
@@ -686,6 +686,7 @@ pub(crate) fn export(args: &crate::args::CostExportArgs, out: &mut impl Write) -
         }
     };
     let charges = CostLedger::open()?.charges(bound(&args.from, "from")?, bound(&args.to, "to")?, &[])?;
+    let overlay = super::budget::contract_overlay(ctx, &charges)?;
     let mut buffer = Vec::new();
     {
         let mut w = csv::Writer::from_writer(&mut buffer);
@@ -707,49 +708,24 @@ pub(crate) fn export(args: &crate::args::CostExportArgs, out: &mut impl Write) -
             let effective = split_exact(c.effective_cost, &weights);
             let list = split_exact(c.list_cost, &weights);
             for (i, (a, b)) in slices.iter().enumerate() {
-                let hours = Decimal::from(b - a) / Decimal::from(3_600_000);
-                let (period_start, period_end) = month_bounds(*a);
-                let details =
-                    serde_json::json!({"GpuCount": c.gpu_count, "GpuType": c.gpu, "InstanceType": c.instance_type})
-                        .to_string();
-                let mut row: BTreeMap<&str, String> = BTreeMap::new();
-                row.insert("BilledCost", billed[i].to_string());
-                row.insert("BillingCurrency", c.currency.to_string());
-                row.insert("BillingPeriodStart", period_start);
-                row.insert("BillingPeriodEnd", period_end);
-                row.insert("ChargeCategory", "Usage".into());
-                row.insert(
-                    "ChargeDescription",
-                    format!("gpubroker {}: {} {}x{}", c.source_name(), c.instance_type, c.gpu, c.gpu_count),
-                );
-                row.insert("ChargeFrequency", "Usage-Based".into());
-                row.insert("ChargePeriodStart", iso(*a));
-                row.insert("ChargePeriodEnd", iso(*b));
-                row.insert("ConsumedQuantity", hours.round_dp(10).normalize().to_string());
-                row.insert("ConsumedUnit", "Hours".into());
-                row.insert("EffectiveCost", effective[i].to_string());
-                row.insert("InvoiceIssuerName", c.provider.clone());
-                row.insert("ListCost", list[i].to_string());
-                row.insert("PricingCategory", pricing_category(&c.pricing).into());
-                row.insert("PricingCurrency", c.currency.to_string());
-                row.insert("PricingQuantity", hours.round_dp(10).normalize().to_string());
-                row.insert("PricingUnit", "Hours".into());
-                row.insert("ProviderName", c.provider.clone());
-                row.insert("PublisherName", c.provider.clone());
-                row.insert("RegionId", c.region.clone());
-                row.insert("ResourceId", c.resource_id.clone());
-                row.insert("ResourceType", "GPU instance".into());
-                row.insert("ServiceCategory", "Compute".into());
-                row.insert("ServiceName", c.service.clone());
-                row.insert("SkuId", c.instance_type.clone());
-                row.insert("SkuPriceDetails", details);
-                row.insert("Tags", serde_json::to_string(&c.tags)?);
-                row.insert("x_GpuCount", c.gpu_count.to_string());
-                row.insert("x_GpuType", c.gpu.clone());
-                row.insert("x_GpuHours", (Decimal::from(c.gpu_count) * hours).round_dp(10).normalize().to_string());
-                row.insert("x_Source", c.source_name().into());
+                // Usage a contract covers goes out as its Used / overage rows instead.
+                if let Some(parts) = overlay.slices.get(&(c.key.clone(), *a)) {
+                    for part in parts {
+                        let mut row =
+                            native_row(c, *a, *b, part.billed, part.effective, part.billed.max(part.effective))?;
+                        for (k, v) in &part.fields {
+                            row.insert(k, v.clone());
+                        }
+                        w.write_record(FOCUS_COLUMNS.iter().map(|col| row.get(col).map(String::as_str).unwrap_or("")))?;
+                    }
+                    continue;
+                }
+                let row = native_row(c, *a, *b, billed[i], effective[i], list[i])?;
                 w.write_record(FOCUS_COLUMNS.iter().map(|col| row.get(col).map(String::as_str).unwrap_or("")))?;
             }
+        }
+        for row in &overlay.commitment_rows {
+            w.write_record(FOCUS_COLUMNS.iter().map(|col| row.get(col).map(String::as_str).unwrap_or("")))?;
         }
         w.flush()?;
     }
@@ -758,6 +734,59 @@ pub(crate) fn export(args: &crate::args::CostExportArgs, out: &mut impl Write) -
         None => out.write_all(&buffer)?,
     }
     Ok(ExitStatus::Success)
+}
+
+/// One hourly FOCUS row of a gpubroker charge.
+fn native_row(
+    c: &Charge,
+    a: i64,
+    b: i64,
+    billed: Decimal,
+    effective: Decimal,
+    list: Decimal,
+) -> Result<BTreeMap<&'static str, String>> {
+    let (a, b) = (&a, &b);
+    let hours = Decimal::from(b - a) / Decimal::from(3_600_000);
+    let (period_start, period_end) = month_bounds(*a);
+    let details =
+        serde_json::json!({"GpuCount": c.gpu_count, "GpuType": c.gpu, "InstanceType": c.instance_type}).to_string();
+    let mut row: BTreeMap<&str, String> = BTreeMap::new();
+    row.insert("BilledCost", billed.to_string());
+    row.insert("BillingCurrency", c.currency.to_string());
+    row.insert("BillingPeriodStart", period_start);
+    row.insert("BillingPeriodEnd", period_end);
+    row.insert("ChargeCategory", "Usage".into());
+    row.insert(
+        "ChargeDescription",
+        format!("gpubroker {}: {} {}x{}", c.source_name(), c.instance_type, c.gpu, c.gpu_count),
+    );
+    row.insert("ChargeFrequency", "Usage-Based".into());
+    row.insert("ChargePeriodStart", iso(*a));
+    row.insert("ChargePeriodEnd", iso(*b));
+    row.insert("ConsumedQuantity", hours.round_dp(10).normalize().to_string());
+    row.insert("ConsumedUnit", "Hours".into());
+    row.insert("EffectiveCost", effective.to_string());
+    row.insert("InvoiceIssuerName", c.provider.clone());
+    row.insert("ListCost", list.to_string());
+    row.insert("PricingCategory", pricing_category(&c.pricing).into());
+    row.insert("PricingCurrency", c.currency.to_string());
+    row.insert("PricingQuantity", hours.round_dp(10).normalize().to_string());
+    row.insert("PricingUnit", "Hours".into());
+    row.insert("ProviderName", c.provider.clone());
+    row.insert("PublisherName", c.provider.clone());
+    row.insert("RegionId", c.region.clone());
+    row.insert("ResourceId", c.resource_id.clone());
+    row.insert("ResourceType", "GPU instance".into());
+    row.insert("ServiceCategory", "Compute".into());
+    row.insert("ServiceName", c.service.clone());
+    row.insert("SkuId", c.instance_type.clone());
+    row.insert("SkuPriceDetails", details);
+    row.insert("Tags", serde_json::to_string(&c.tags)?);
+    row.insert("x_GpuCount", c.gpu_count.to_string());
+    row.insert("x_GpuType", c.gpu.clone());
+    row.insert("x_GpuHours", (Decimal::from(c.gpu_count) * hours).round_dp(10).normalize().to_string());
+    row.insert("x_Source", c.source_name().into());
+    Ok(row)
 }
 
 #[derive(Serialize)]

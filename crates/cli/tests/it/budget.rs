@@ -261,3 +261,66 @@ fn contracts_report_utilisation_overage_and_waste() {
     ]));
     assert_eq!(out.code, 2);
 }
+
+/// The FOCUS export bills exactly what `contract status` says: a Purchase row for the fee,
+/// covered usage as Committed/Used rows (billed 0, effective at the contract rate), and the
+/// commitment nobody used as an Unused row.
+#[test]
+fn contracts_export_used_and_unused_focus_rows() {
+    let home = tempfile::tempdir().expect("home");
+    let h = home.path();
+    let now = "2026-11-01T10:00:00Z";
+    let out = run(at(h, now).args([
+        "usage",
+        "add",
+        "--resource",
+        "n1",
+        "--provider",
+        "aws",
+        "--gpu-count",
+        "2",
+        "--start",
+        "2026-11-01T00:00:00Z",
+        "--end",
+        "2026-11-01T10:00:00Z",
+        "--hourly-rate",
+        "6 USD",
+        "--tags",
+        "team=ml",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        run(at(h, now).args([
+            "contract",
+            "set",
+            "reserved",
+            "--scope",
+            "team=ml",
+            "--kind",
+            "hourly",
+            "--units",
+            "3",
+            "--rate",
+            "1 USD",
+            "--overage",
+            "3 USD"
+        ]))
+        .code,
+        0
+    );
+    let exported = run(at(h, now).args(["cost", "export", "--format", "focus"]));
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    let mut r = csv::Reader::from_reader(exported.stdout.as_bytes());
+    let hd = r.headers().expect("h").clone();
+    let col = |n: &str| hd.iter().position(|x| x == n).expect(n);
+    let rows: Vec<csv::StringRecord> = r.records().map(|x| x.expect("row")).collect();
+    let sum = |f: &str, filter: &dyn Fn(&csv::StringRecord) -> bool| -> rust_decimal::Decimal {
+        rows.iter().filter(|x| filter(x)).map(|x| x[col(f)].parse::<rust_decimal::Decimal>().expect("d")).sum()
+    };
+    let status = |s: &'static str| move |x: &csv::StringRecord| x[col("CommitmentDiscountStatus")] == *s;
+    assert_eq!(sum("BilledCost", &|_| true), rust_decimal::Decimal::from(30), "the fee, nothing more");
+    assert_eq!(sum("EffectiveCost", &status("Used")), rust_decimal::Decimal::from(20));
+    assert_eq!(sum("EffectiveCost", &status("Unused")), rust_decimal::Decimal::from(10));
+    assert_eq!(rows.iter().filter(|x| status("Used")(x)).count(), 10, "one Used row per hour");
+    assert_eq!(rows.iter().filter(|x| &x[col("ChargeCategory")] == "Purchase").count(), 1);
+}
