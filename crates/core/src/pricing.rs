@@ -502,6 +502,17 @@ mod tests {
             prop_assert_eq!(card.cost_of_run(run).unwrap().amount, expected);
         }
 
+        /// Any billing rule (increment, minimum, per-hour or per-second) against a straightforward
+        /// integer computation: price in micro-units × billed seconds ÷ 3600, exactly.
+        #[test]
+        fn billed_cost_matches_integer_arithmetic(b in billing(), micro in 1i64..1_000_000_000, run in 0u64..50_000_000) {
+            let card = RateCard::hourly(PricingModel::OnDemand, Money::new(Decimal::new(micro, 6), Currency::USD), b);
+            let inc = u64::from(b.increment_s);
+            let billed = (run.div_ceil(inc) * inc).max(u64::from(b.minimum_s));
+            let expected = Decimal::from_i128_with_scale(i128::from(micro) * i128::from(billed), 6) / Decimal::from(3600);
+            prop_assert_eq!(card.cost_of_run(run).unwrap().amount, expected);
+        }
+
         #[test]
         fn window_seconds_never_exceed_run(start in 1_700_000_000i64..1_900_000_000, run in 0u64..1_000_000) {
             let w = OffPeakWindow::parse("01:00-08:00 Asia/Shanghai").unwrap();
