@@ -11,10 +11,14 @@
 //!   currency. It ranks by cost or time, checks the deadline (with headroom) and the budget,
 //!   and explains why the best option wins and why others were excluded.
 //!
+//! * [`commit`] plans commitments (1y/3y reservations, spot share, on-demand) from a demand
+//!   history: exact for one instrument, a linear program for several.
+//!
 //! The planner is a pure function: the catalog, the task and "now" come in as values.
 #![deny(missing_docs)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod commit;
 mod planner;
 mod task;
 mod yaml_location;

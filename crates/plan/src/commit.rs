@@ -1,0 +1,386 @@
+//! The commitment planner: how much of a GPU demand to cover with 1- or 3-year commitments,
+//! how much to run on spot, and how much to leave on on-demand, from an hourly demand history.
+//!
+//! * One instrument, exactly: the cost of committing `c` GPUs for `H` hours is
+//!   `H·c·r + p·Σ max(0, u_h − c)`; its minimum sits at the `(1 − r/p)` quantile of the hourly
+//!   demand (finops.md §5.3). [`single_instrument`] returns it; a test checks it against a brute
+//!   force over every level.
+//! * Several instruments (1y and 3y, different rates), with guards: a linear program over the
+//!   commitment of each instrument and the demand's distinct levels ([`plan_gpu`]), solved with
+//!   good_lp's pure-Rust simplex. Guards: the total is capped by what a short recent window
+//!   would commit (so a drop in usage is not locked in for years), a 3-year commitment is capped
+//!   by the long-run base load (the demand's 10th percentile), and an optional risk limit
+//!   bounds the expected unused commitment.
+//! * Interruptible work (the share the task marks so) runs on spot when spot is cheaper than
+//!   committing to it.
+
+use good_lp::{Expression, ProblemVariables, Solution, SolverModel, constraint, default_solver, variable};
+use serde::Serialize;
+
+/// A commitment instrument.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Instrument {
+    /// `reserved_1y`, `reserved_3y`, ...
+    pub name: String,
+    /// Price per committed GPU-hour.
+    pub rate: f64,
+    /// Cap the commitment at the long-run base load (3-year terms).
+    pub long_term: bool,
+}
+
+/// Prices for one GPU type.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuPrices {
+    /// On-demand price per GPU-hour.
+    pub on_demand: f64,
+    /// Spot price per GPU-hour (with its expected interruption overhead), if any.
+    pub spot: Option<f64>,
+    /// Commitment instruments.
+    pub instruments: Vec<Instrument>,
+}
+
+/// Planner settings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommitSettings {
+    /// Hours of the recent window used to cap commitments (guard against a usage drop).
+    pub short_lookback_hours: usize,
+    /// Largest expected unused commitment, GPU-hours over the history (None = no limit).
+    pub max_unused_gpu_hours: Option<f64>,
+}
+
+impl Default for CommitSettings {
+    fn default() -> Self {
+        CommitSettings { short_lookback_hours: 24 * 14, max_unused_gpu_hours: None }
+    }
+}
+
+/// One line of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recommendation {
+    /// GPU type.
+    pub gpu: String,
+    /// Instrument (`reserved_1y`, `spot`, `on_demand`).
+    pub instrument: String,
+    /// GPUs committed every hour (0 for spot and on-demand).
+    pub commit_gpus: f64,
+    /// GPU-hours this instrument carries over the history.
+    pub gpu_hours: f64,
+    /// What it costs over the history.
+    pub cost: f64,
+}
+
+/// The plan of one GPU type over its history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GpuPlan {
+    /// GPU type.
+    pub gpu: String,
+    /// Hours of history.
+    pub hours: usize,
+    /// Lines per instrument.
+    pub lines: Vec<Recommendation>,
+    /// Cost of the plan over the history.
+    pub expected_cost: f64,
+    /// Cost of running everything on on-demand.
+    pub on_demand_cost: f64,
+    /// `1 − expected/on-demand`, percent.
+    pub savings_pct: f64,
+    /// Share of committed GPU-hours used.
+    pub utilization: f64,
+    /// Share of (non-interruptible) demand the commitments covered.
+    pub coverage: f64,
+    /// Share of demand run on spot.
+    pub spot_share: f64,
+}
+
+/// Cost over `hourly` of committing `c` GPUs at `rate` with the rest on-demand at `od`.
+pub fn cost_with_commitment(hourly: &[f64], c: f64, rate: f64, od: f64) -> f64 {
+    hourly.iter().map(|u| c * rate + od * (u - c).max(0.0)).sum()
+}
+
+/// The optimal commitment for one instrument: the `(1 − rate/od)` quantile of hourly demand
+/// (0 when committing never pays).
+pub fn single_instrument(hourly: &[f64], rate: f64, od: f64) -> f64 {
+    if hourly.is_empty() || rate >= od || rate <= 0.0 {
+        return 0.0;
+    }
+    let mut sorted = hourly.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    // Committing one more GPU above level c costs rate every hour and saves od in the hours
+    // above c: worth it while the share of hours above c exceeds rate/od.
+    let n = sorted.len();
+    let hours_above_allowed = (n as f64 * rate / od).floor() as usize;
+    let index = n.saturating_sub(hours_above_allowed + 1);
+    sorted[index].max(0.0)
+}
+
+fn quantile(hourly: &[f64], q: f64) -> f64 {
+    if hourly.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = hourly.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Plans one GPU type. `hourly` is GPUs in use per hour; `interruptible` the share that may
+/// run on spot.
+pub fn plan_gpu(
+    gpu: &str,
+    hourly: &[f64],
+    interruptible: f64,
+    prices: &GpuPrices,
+    settings: &CommitSettings,
+) -> GpuPlan {
+    let hours = hourly.len();
+    let od = prices.on_demand;
+    let total_demand: f64 = hourly.iter().sum();
+    let on_demand_cost = od * total_demand;
+    // Interruptible work goes to spot when spot beats the cheapest commitment.
+    let cheapest_commit = prices.instruments.iter().map(|i| i.rate).fold(f64::INFINITY, f64::min);
+    let spot_share = match prices.spot {
+        Some(s) if s < cheapest_commit.min(od) => interruptible.clamp(0.0, 1.0),
+        _ => 0.0,
+    };
+    let base: Vec<f64> = hourly.iter().map(|u| u * (1.0 - spot_share)).collect();
+    let spot_hours = total_demand * spot_share;
+    let spot_cost = spot_hours * prices.spot.unwrap_or(od);
+    let commits = solve(&base, prices, settings);
+    let committed: f64 = commits.iter().sum();
+    let covered: f64 = base.iter().map(|u| u.min(committed)).sum();
+    let over: f64 = base.iter().map(|u| (u - committed).max(0.0)).sum();
+    let mut lines = Vec::new();
+    let mut expected = spot_cost + over * od;
+    for (inst, c) in prices.instruments.iter().zip(&commits) {
+        if *c > 1e-9 {
+            let cost = c * inst.rate * hours as f64;
+            expected += cost;
+            lines.push(Recommendation {
+                gpu: gpu.into(),
+                instrument: inst.name.clone(),
+                commit_gpus: *c,
+                gpu_hours: c * hours as f64,
+                cost,
+            });
+        }
+    }
+    if spot_hours > 0.0 {
+        lines.push(Recommendation {
+            gpu: gpu.into(),
+            instrument: "spot".into(),
+            commit_gpus: 0.0,
+            gpu_hours: spot_hours,
+            cost: spot_cost,
+        });
+    }
+    if over > 0.0 {
+        lines.push(Recommendation {
+            gpu: gpu.into(),
+            instrument: "on_demand".into(),
+            commit_gpus: 0.0,
+            gpu_hours: over,
+            cost: over * od,
+        });
+    }
+    let committed_hours = committed * hours as f64;
+    let base_total: f64 = base.iter().sum();
+    GpuPlan {
+        gpu: gpu.into(),
+        hours,
+        lines,
+        expected_cost: expected,
+        on_demand_cost,
+        savings_pct: if on_demand_cost > 0.0 { (1.0 - expected / on_demand_cost) * 100.0 } else { 0.0 },
+        utilization: if committed_hours > 0.0 { covered / committed_hours } else { 1.0 },
+        coverage: if base_total > 0.0 { covered / base_total } else { 1.0 },
+        spot_share,
+    }
+}
+
+/// The commitment per instrument: a linear program over the demand's distinct levels.
+fn solve(base: &[f64], prices: &GpuPrices, settings: &CommitSettings) -> Vec<f64> {
+    let n = prices.instruments.len();
+    if base.is_empty() || n == 0 {
+        return vec![0.0; n];
+    }
+    // Distinct demand levels with their hour counts (the cost ignores the order of hours).
+    let mut levels: Vec<(f64, f64)> = Vec::new();
+    let mut sorted = base.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    for u in sorted {
+        match levels.last_mut() {
+            Some((v, count)) if (*v - u).abs() < 1e-9 => *count += 1.0,
+            _ => levels.push((u, 1.0)),
+        }
+    }
+    let hours = base.len() as f64;
+    let recent = &base[base.len().saturating_sub(settings.short_lookback_hours.max(1))..];
+    let cheapest = prices.instruments.iter().map(|i| i.rate).fold(f64::INFINITY, f64::min);
+    // Guard: never commit more in total than the recent window alone would justify.
+    let recent_cap = single_instrument(recent, cheapest, prices.on_demand);
+    let long_base = quantile(base, 0.10);
+    let mut vars = ProblemVariables::new();
+    let c: Vec<_> = prices
+        .instruments
+        .iter()
+        .map(|i| vars.add(variable().min(0.0).max(if i.long_term { long_base.min(recent_cap) } else { recent_cap })))
+        .collect();
+    let over: Vec<_> = levels.iter().map(|_| vars.add(variable().min(0.0))).collect();
+    let unused: Vec<_> = levels.iter().map(|_| vars.add(variable().min(0.0))).collect();
+    let total: Expression = c.iter().copied().sum();
+    let mut objective = Expression::from(0.0);
+    for (i, inst) in prices.instruments.iter().enumerate() {
+        objective += inst.rate * hours * c[i];
+    }
+    for (k, (_, count)) in levels.iter().enumerate() {
+        objective += prices.on_demand * *count * over[k];
+    }
+    let mut model = vars.minimise(objective).using(default_solver);
+    for (k, (u, _)) in levels.iter().enumerate() {
+        model = model.with(constraint!(over[k] >= *u - total.clone()));
+        model = model.with(constraint!(unused[k] >= total.clone() - *u));
+    }
+    model = model.with(constraint!(total.clone() <= recent_cap));
+    if let Some(limit) = settings.max_unused_gpu_hours {
+        let expected_unused: Expression = levels.iter().enumerate().map(|(k, (_, count))| *count * unused[k]).sum();
+        model = model.with(constraint!(expected_unused <= limit));
+    }
+    match model.solve() {
+        Ok(solution) => c.iter().map(|v| solution.value(*v).max(0.0)).collect(),
+        Err(_) => vec![0.0; n],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// The quantile rule equals a brute force over every commitment level.
+        #[test]
+        fn single_instrument_matches_brute_force(demand in proptest::collection::vec(0u32..40, 1..300), rate_pct in 5u32..100) {
+            let hourly: Vec<f64> = demand.iter().map(|d| *d as f64).collect();
+            let od = 3.0;
+            let rate = od * rate_pct as f64 / 100.0;
+            let best = single_instrument(&hourly, rate, od);
+            let best_cost = cost_with_commitment(&hourly, best, rate, od);
+            let brute = (0..=40).map(|c| cost_with_commitment(&hourly, c as f64, rate, od)).fold(f64::INFINITY, f64::min);
+            prop_assert!((best_cost - brute).abs() <= 1e-6 * brute.max(1.0), "quantile {} costs {} vs brute {}", best, best_cost, brute);
+        }
+
+        /// The LP (without guards) is never worse than the best single-instrument plan.
+        #[test]
+        fn lp_is_never_worse_than_one_instrument(demand in proptest::collection::vec(0u32..30, 24..200), r1 in 30u32..90, r3 in 20u32..80) {
+            let hourly: Vec<f64> = demand.iter().map(|d| *d as f64).collect();
+            let od = 2.0;
+            let instruments = vec![
+                Instrument { name: "reserved_1y".into(), rate: od * r1 as f64 / 100.0, long_term: false },
+                Instrument { name: "reserved_3y".into(), rate: od * r3 as f64 / 100.0, long_term: false },
+            ];
+            let prices = GpuPrices { on_demand: od, spot: None, instruments: instruments.clone() };
+            let settings = CommitSettings { short_lookback_hours: usize::MAX, max_unused_gpu_hours: None };
+            let plan = plan_gpu("X", &hourly, 0.0, &prices, &settings);
+            for inst in &instruments {
+                let c = single_instrument(&hourly, inst.rate, od);
+                let single = cost_with_commitment(&hourly, c, inst.rate, od);
+                prop_assert!(plan.expected_cost <= single + 1e-6 * single.max(1.0), "LP {} > {} single {}", plan.expected_cost, inst.name, single);
+            }
+            prop_assert!(plan.expected_cost <= plan.on_demand_cost + 1e-6);
+        }
+    }
+
+    #[test]
+    fn steady_load_is_committed_and_peaks_stay_on_demand() {
+        // 8 GPUs always, 16 for 2 hours a day.
+        let hourly: Vec<f64> = (0..24 * 28).map(|h| if h % 24 < 2 { 16.0 } else { 8.0 }).collect();
+        let prices = GpuPrices {
+            on_demand: 3.0,
+            spot: None,
+            instruments: vec![
+                Instrument { name: "reserved_1y".into(), rate: 1.9, long_term: false },
+                Instrument { name: "reserved_3y".into(), rate: 1.3, long_term: true },
+            ],
+        };
+        let plan = plan_gpu("H100", &hourly, 0.0, &prices, &CommitSettings::default());
+        let committed: f64 = plan.lines.iter().map(|l| l.commit_gpus).sum();
+        assert!((committed - 8.0).abs() < 1e-6, "{plan:?}");
+        assert!(
+            plan.lines.iter().any(|l| l.instrument == "reserved_3y" && (l.commit_gpus - 8.0).abs() < 1e-6),
+            "{plan:?}"
+        );
+        assert!(plan.savings_pct > 40.0, "{}", plan.savings_pct);
+        assert!((plan.utilization - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_recent_drop_caps_the_commitment() {
+        // 20 GPUs for three weeks, then 4 for the last week.
+        let hourly: Vec<f64> = (0..24 * 28).map(|h| if h < 24 * 21 { 20.0 } else { 4.0 }).collect();
+        let prices = GpuPrices {
+            on_demand: 3.0,
+            spot: None,
+            instruments: vec![Instrument { name: "reserved_1y".into(), rate: 1.9, long_term: false }],
+        };
+        let guarded = plan_gpu(
+            "A100",
+            &hourly,
+            0.0,
+            &prices,
+            &CommitSettings { short_lookback_hours: 24 * 7, max_unused_gpu_hours: None },
+        );
+        let unguarded = plan_gpu(
+            "A100",
+            &hourly,
+            0.0,
+            &prices,
+            &CommitSettings { short_lookback_hours: usize::MAX, max_unused_gpu_hours: None },
+        );
+        let c = |p: &GpuPlan| p.lines.iter().map(|l| l.commit_gpus).sum::<f64>();
+        assert!((c(&guarded) - 4.0).abs() < 1e-6, "{guarded:?}");
+        assert!(c(&unguarded) > 4.0);
+    }
+
+    #[test]
+    fn interruptible_work_goes_to_spot_when_cheaper() {
+        let hourly = vec![10.0; 100];
+        let prices = GpuPrices {
+            on_demand: 3.0,
+            spot: Some(0.9),
+            instruments: vec![Instrument { name: "reserved_1y".into(), rate: 1.9, long_term: false }],
+        };
+        let plan = plan_gpu("L4", &hourly, 0.5, &prices, &CommitSettings::default());
+        assert!((plan.spot_share - 0.5).abs() < 1e-9);
+        assert!(plan.lines.iter().any(|l| l.instrument == "spot" && (l.gpu_hours - 500.0).abs() < 1e-6));
+    }
+
+    #[test]
+    fn a_risk_limit_bounds_unused_commitment() {
+        let hourly: Vec<f64> = (0..200).map(|h| if h % 2 == 0 { 10.0 } else { 2.0 }).collect();
+        let prices = GpuPrices {
+            on_demand: 3.0,
+            spot: None,
+            instruments: vec![Instrument { name: "reserved_1y".into(), rate: 1.0, long_term: false }],
+        };
+        let free = plan_gpu(
+            "T4",
+            &hourly,
+            0.0,
+            &prices,
+            &CommitSettings { short_lookback_hours: usize::MAX, max_unused_gpu_hours: None },
+        );
+        let limited = plan_gpu(
+            "T4",
+            &hourly,
+            0.0,
+            &prices,
+            &CommitSettings { short_lookback_hours: usize::MAX, max_unused_gpu_hours: Some(100.0) },
+        );
+        let c = |p: &GpuPlan| p.lines.iter().map(|l| l.commit_gpus).sum::<f64>();
+        assert!(c(&limited) < c(&free));
+        let unused: f64 = hourly.iter().map(|u| (c(&limited) - u).max(0.0)).sum();
+        assert!(unused <= 100.0 + 1e-6, "{unused}");
+    }
+}
