@@ -60,6 +60,52 @@ pub(crate) enum Command {
     /// Committed contracts (hourly reservations, commitment + overage blocks): utilisation and waste.
     #[command(subcommand)]
     Contract(ContractCommand),
+    /// Plan commitments (1y/3y reservations), spot and on-demand from a demand history.
+    #[command(subcommand)]
+    Commit(CommitCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CommitCommand {
+    /// Recommend commitment levels per GPU type, with expected savings, utilisation and coverage.
+    Plan(CommitPlanArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CommitPlanArgs {
+    /// Hourly demand CSV `timestamp,gpu,count[,interruptible]` (default: the ledger's metered GPU-hours).
+    #[arg(long)]
+    pub(crate) usage: Option<PathBuf>,
+    /// Terms to consider.
+    #[arg(long, value_delimiter = ',', default_value = "1y,3y")]
+    pub(crate) term: Vec<String>,
+    /// Providers to buy from (default: the usage's own provider, else the cheapest market).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) provider: Vec<String>,
+    /// What-if: the GPU whose prices the next flags set.
+    #[arg(long)]
+    pub(crate) gpu: Option<String>,
+    /// What-if: on-demand price per GPU-hour.
+    #[arg(long)]
+    pub(crate) on_demand_price: Option<f64>,
+    /// What-if: commitment prices per GPU-hour, `1y=P1,3y=P3`.
+    #[arg(long)]
+    pub(crate) commit_price: Option<String>,
+    /// Share of the demand that may run on spot, when the CSV has no `interruptible` column.
+    #[arg(long, default_value_t = 0.0)]
+    pub(crate) interruptible: f64,
+    /// Largest expected unused commitment, GPU-hours over the history.
+    #[arg(long)]
+    pub(crate) max_unused: Option<f64>,
+    /// Recent window that caps commitments (a usage drop is not locked in).
+    #[arg(long, default_value = "14d")]
+    pub(crate) lookback: String,
+    /// Backtest: plan on the first N weeks, evaluate on the rest against all on-demand and hindsight.
+    #[arg(long)]
+    pub(crate) train_weeks: Option<u32>,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,6 +3,7 @@
 mod backtest;
 mod budget;
 mod catalog;
+mod commit;
 mod estimate;
 mod gpus;
 mod jobs;
@@ -13,7 +14,9 @@ mod waste;
 use anyhow::Result;
 
 use crate::ExitStatus;
-use crate::args::{BudgetCommand, CatalogCommand, Cli, Command, ContractCommand, CostCommand, UsageCommand};
+use crate::args::{
+    BudgetCommand, CatalogCommand, Cli, Command, CommitCommand, ContractCommand, CostCommand, UsageCommand,
+};
 use crate::context::Context;
 
 pub(crate) fn run(cli: Cli) -> Result<ExitStatus> {
@@ -44,6 +47,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Usage(UsageCommand::Samples(args)) => waste::samples(&args, &mut out),
         Command::Budget(BudgetCommand::Set(args)) => budget::set(&ctx, &args, &mut out),
         Command::Budget(BudgetCommand::Status(args)) => budget::status(&ctx, &args, &mut out),
+        Command::Commit(CommitCommand::Plan(args)) => commit::plan(&ctx, &args, &mut out),
         Command::Contract(ContractCommand::Set(args)) => budget::set_contract(&ctx, &args, &mut out),
         Command::Contract(ContractCommand::Status(args)) => budget::contract_status(&ctx, &args, &mut out),
     }

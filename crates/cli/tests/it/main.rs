@@ -4,6 +4,7 @@
 mod backtest;
 mod budget;
 mod catalog;
+mod commit;
 mod common;
 mod errors;
 mod estimate;

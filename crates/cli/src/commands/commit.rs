@@ -1,0 +1,445 @@
+//! `gpubroker commit plan`: commitments, spot and on-demand per GPU type from a demand history.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use anyhow::{Result, anyhow, bail};
+use comfy_table::Cell;
+use gpubroker_core::units::parse_duration_s;
+use gpubroker_core::{Currency, PricingModel};
+use gpubroker_plan::commit::{CommitSettings, GpuPlan, GpuPrices, Instrument, cost_with_commitment, plan_gpu};
+use serde::Serialize;
+
+use super::usage::{CostLedger, parse_time};
+use crate::ExitStatus;
+use crate::args::CommitPlanArgs;
+use crate::context::Context;
+use crate::output::{align_right, table, write_json};
+
+/// Demand for one GPU type at one provider (empty: any provider).
+type DemandKey = (String, String);
+
+/// Hourly demand per GPU type, and the interruptible share.
+struct Demand {
+    hourly: Vec<f64>,
+    interruptible: f64,
+}
+
+fn read_demand_csv(path: &std::path::Path, default_interruptible: f64) -> Result<BTreeMap<DemandKey, Demand>> {
+    let shown = path.display().to_string();
+    let mut reader =
+        csv::ReaderBuilder::new().flexible(true).from_path(path).map_err(|e| anyhow!("{shown}: cannot read: {e}"))?;
+    let headers = reader.headers().map_err(|e| anyhow!("{shown}:1: {e}"))?.clone();
+    let col = |n: &str| headers.iter().position(|h| h.trim() == n);
+    let (Some(ti), Some(gi), Some(ci)) = (col("timestamp"), col("gpu"), col("count")) else {
+        bail!("{shown}:1: header: expected columns timestamp,gpu,count[,interruptible][,provider]");
+    };
+    let ii = col("interruptible");
+    let pi = col("provider");
+    // (gpu, provider, hour) -> (count, interruptible count)
+    let mut cells: BTreeMap<(DemandKey, i64), (f64, f64)> = BTreeMap::new();
+    for rec in reader.records() {
+        let rec = rec.map_err(|e| anyhow!("{shown}: malformed CSV: {e}"))?;
+        let line = rec.position().map(|p| p.line()).unwrap_or(0);
+        let err = |field: &str, m: String| anyhow!("{shown}:{line}: {field}: {m}");
+        let get = |i: usize| rec.get(i).map(str::trim).unwrap_or("");
+        let at = parse_time(get(ti)).map_err(|m| err("timestamp", m))?;
+        let count: f64 = get(ci).parse().map_err(|_| err("count", format!("`{}` is not a number", get(ci))))?;
+        if !(count.is_finite() && count >= 0.0) {
+            return Err(err("count", format!("`{count}` must be >= 0")));
+        }
+        let share = match ii.map(get) {
+            None | Some("") => default_interruptible,
+            Some("true") => 1.0,
+            Some("false") => 0.0,
+            Some(t) => t
+                .parse::<f64>()
+                .ok()
+                .filter(|v| (0.0..=1.0).contains(v))
+                .ok_or_else(|| err("interruptible", format!("`{t}`: expected true, false or a share 0-1")))?,
+        };
+        let provider = pi.map(get).unwrap_or("").to_string();
+        let cell = cells.entry(((get(gi).to_string(), provider), at.as_second().div_euclid(3600))).or_default();
+        cell.0 += count;
+        cell.1 += count * share;
+    }
+    Ok(into_series(cells))
+}
+
+/// Dense hourly series from (gpu, hour) cells; hours with no row count as zero demand.
+fn into_series(cells: BTreeMap<(DemandKey, i64), (f64, f64)>) -> BTreeMap<DemandKey, Demand> {
+    let mut by_gpu: BTreeMap<DemandKey, Vec<(i64, f64, f64)>> = BTreeMap::new();
+    for ((gpu, hour), (count, flex)) in cells {
+        by_gpu.entry(gpu).or_default().push((hour, count, flex));
+    }
+    by_gpu
+        .into_iter()
+        .map(|(gpu, rows)| {
+            let first = rows.first().map(|r| r.0).unwrap_or(0);
+            let last = rows.last().map(|r| r.0).unwrap_or(0);
+            let mut hourly = vec![0.0; (last - first + 1) as usize];
+            let (mut total, mut flex) = (0.0, 0.0);
+            for (h, c, f) in rows {
+                hourly[(h - first) as usize] += c;
+                total += c;
+                flex += f;
+            }
+            (gpu, Demand { hourly, interruptible: if total > 0.0 { flex / total } else { 0.0 } })
+        })
+        .collect()
+}
+
+fn demand_from_ledger(default_interruptible: f64) -> Result<BTreeMap<DemandKey, Demand>> {
+    let mut cells: BTreeMap<(DemandKey, i64), (f64, f64)> = BTreeMap::new();
+    for c in CostLedger::open()?.charges(None, None, &[])? {
+        if c.gpu.is_empty() || c.gpu_count == 0 {
+            continue;
+        }
+        let mut t = c.start_ms;
+        while t < c.end_ms {
+            let hour = t.div_euclid(3_600_000);
+            let next = (hour + 1) * 3_600_000;
+            let share = (next.min(c.end_ms) - t) as f64 / 3_600_000.0;
+            let cell = cells.entry(((c.gpu.clone(), c.provider.clone()), hour)).or_default();
+            cell.0 += c.gpu_count as f64 * share;
+            cell.1 += c.gpu_count as f64 * share * default_interruptible;
+            t = next;
+        }
+    }
+    Ok(into_series(cells))
+}
+
+/// Where a commitment is bought: a provider's region (`*` when its prices are region-less).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Market {
+    provider: String,
+    region: String,
+}
+
+/// Catalog prices per GPU-hour in `currency` for each market that sells `gpu` on demand:
+/// the cheapest on-demand, spot and 1y/3y reservation there. Reservations are bought from
+/// one provider, so on-demand, spot and commitments are compared within a market, never
+/// across providers (a neocloud's on-demand price is not what an AWS reservation displaces).
+fn market_prices(
+    ctx: &Context,
+    gpu: &str,
+    providers: &[String],
+    terms: &[String],
+    currency: Currency,
+) -> Vec<(Market, GpuPrices)> {
+    let Some(spec) = ctx.catalog.gpu(gpu) else { return Vec::new() };
+    let fx = ctx.catalog.fx();
+    let offers: Vec<_> = ctx
+        .catalog
+        .offers()
+        .iter()
+        .filter(|o| o.gpu == spec.name && (providers.is_empty() || providers.contains(&o.provider)))
+        .collect();
+    let mut markets: Vec<Market> = offers
+        .iter()
+        .filter(|o| o.rate.pricing == PricingModel::OnDemand)
+        .map(|o| Market { provider: o.provider.clone(), region: o.region.clone() })
+        .collect();
+    markets.sort();
+    markets.dedup();
+    let per_gpu_hour = |m: &Market, p: PricingModel| -> Option<f64> {
+        offers
+            .iter()
+            .filter(|o| o.provider == m.provider && (o.region == m.region || o.region == "*") && o.rate.pricing == p)
+            .filter_map(|o| {
+                fx.convert(o.hourly_price(), currency)
+                    .ok()
+                    .map(|price| price.amount / gpubroker_core::Decimal::from(o.gpu_count.max(1)))
+            })
+            .min()
+            .and_then(|d| d.to_string().parse::<f64>().ok())
+    };
+    markets
+        .into_iter()
+        .filter_map(|m| {
+            let on_demand = per_gpu_hour(&m, PricingModel::OnDemand)?;
+            let mut instruments = Vec::new();
+            for (term, model, long) in [("1y", PricingModel::Reserved1y, false), ("3y", PricingModel::Reserved3y, true)]
+            {
+                if terms.iter().any(|t| t == term)
+                    && let Some(rate) = per_gpu_hour(&m, model)
+                {
+                    instruments.push(Instrument { name: model.to_string(), rate, long_term: long });
+                }
+            }
+            // Spot's expected restarts cost about 10% more time.
+            let spot = per_gpu_hour(&m, PricingModel::Spot).map(|s| s * 1.1);
+            Some((m, GpuPrices { on_demand, spot, instruments }))
+        })
+        .collect()
+}
+
+#[derive(Serialize)]
+struct RecommendationJson {
+    gpu: String,
+    provider: String,
+    region: String,
+    instrument: String,
+    term: Option<String>,
+    commit_gpus: f64,
+    gpu_hours: f64,
+    cost: f64,
+    expected_cost: f64,
+    on_demand_cost: f64,
+    savings_pct: f64,
+    utilization: f64,
+    coverage: f64,
+}
+
+#[derive(Serialize)]
+struct BacktestJson {
+    gpu: String,
+    provider: String,
+    train_hours: usize,
+    test_hours: usize,
+    plan_cost: f64,
+    on_demand_cost: f64,
+    hindsight_cost: f64,
+    savings_pct: f64,
+    gap_to_hindsight_pct: f64,
+}
+
+#[derive(Serialize)]
+struct MarketPlan {
+    /// The demand series it was planned for.
+    #[serde(skip)]
+    demand: DemandKey,
+    provider: String,
+    region: String,
+    #[serde(flatten)]
+    plan: GpuPlan,
+}
+
+#[derive(Serialize)]
+struct PlanJson {
+    currency: Currency,
+    recommendations: Vec<RecommendationJson>,
+    total_expected_cost: f64,
+    total_on_demand_cost: f64,
+    plans: Vec<MarketPlan>,
+    backtest: Vec<BacktestJson>,
+}
+
+pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -> Result<ExitStatus> {
+    if !(0.0..=1.0).contains(&args.interruptible) {
+        bail!("`--interruptible {}` must be a share between 0 and 1", args.interruptible);
+    }
+    let currency = ctx.currency.unwrap_or(Currency::USD);
+    let demand = match &args.usage {
+        Some(p) => read_demand_csv(p, args.interruptible)?,
+        None => demand_from_ledger(args.interruptible)?,
+    };
+    if demand.is_empty() {
+        bail!("no GPU demand: give `--usage FILE` (timestamp,gpu,count) or record usage in the ledger");
+    }
+    let lookback_h =
+        (parse_duration_s(&args.lookback).map_err(|e| anyhow!("`--lookback`: {e}"))? / 3600).max(1) as usize;
+    let settings = CommitSettings { short_lookback_hours: lookback_h, max_unused_gpu_hours: args.max_unused };
+    let overrides: BTreeMap<String, f64> = match &args.commit_price {
+        None => BTreeMap::new(),
+        Some(text) => text
+            .split(',')
+            .map(|p| {
+                let (k, v) =
+                    p.split_once('=').ok_or_else(|| anyhow!("`--commit-price {text}`: expected 1y=P1,3y=P3"))?;
+                let v: f64 = v.trim().parse().map_err(|_| anyhow!("`--commit-price`: `{v}` is not a price"))?;
+                Ok((k.trim().to_string(), v))
+            })
+            .collect::<Result<_>>()?,
+    };
+    let mut result = PlanJson {
+        currency,
+        recommendations: Vec::new(),
+        total_expected_cost: 0.0,
+        total_on_demand_cost: 0.0,
+        plans: Vec::new(),
+        backtest: Vec::new(),
+    };
+    for ((gpu, provider), d) in &demand {
+        let providers = if provider.is_empty() { args.provider.clone() } else { vec![provider.clone()] };
+        let mut markets = market_prices(ctx, gpu, &providers, &args.term, currency);
+        if args
+            .gpu
+            .as_deref()
+            .is_some_and(|g| ctx.catalog.gpu(g).map(|s| &s.name) == ctx.catalog.gpu(gpu).map(|s| &s.name) || g == gpu)
+        {
+            // What-if prices replace the catalog's: one market, priced as the user says.
+            let base = markets.iter().map(|(_, p)| p.clone()).min_by(|a, b| a.on_demand.total_cmp(&b.on_demand));
+            let on_demand = args.on_demand_price.or(base.as_ref().map(|b| b.on_demand)).unwrap_or(0.0);
+            let instruments = if overrides.is_empty() {
+                base.as_ref().map(|b| b.instruments.clone()).unwrap_or_default()
+            } else {
+                overrides
+                    .iter()
+                    .map(|(t, r)| Instrument { name: format!("reserved_{t}"), rate: *r, long_term: t == "3y" })
+                    .collect()
+            };
+            let spot = base.and_then(|b| b.spot);
+            markets = vec![(
+                Market { provider: "what-if".into(), region: "*".into() },
+                GpuPrices { on_demand, spot, instruments },
+            )];
+        }
+        let best = markets
+            .into_iter()
+            .filter(|(_, p)| p.on_demand > 0.0)
+            .map(|(m, prices)| {
+                let plan = plan_gpu(gpu, &d.hourly, d.interruptible, &prices, &settings);
+                (m, prices, plan)
+            })
+            .min_by(|a, b| a.2.expected_cost.total_cmp(&b.2.expected_cost));
+        let Some((market, prices, plan)) = best else {
+            let at = if providers.is_empty() { String::new() } else { format!(" at {}", providers.join(", ")) };
+            bail!(
+                "no on-demand price for `{gpu}`{at} in the catalog: use --gpu {gpu} --on-demand-price P --commit-price 1y=P1,3y=P3"
+            );
+        };
+        for l in &plan.lines {
+            result.recommendations.push(RecommendationJson {
+                gpu: gpu.clone(),
+                provider: market.provider.clone(),
+                region: market.region.clone(),
+                instrument: l.instrument.clone(),
+                term: l.instrument.strip_prefix("reserved_").map(String::from),
+                commit_gpus: l.commit_gpus,
+                gpu_hours: l.gpu_hours,
+                cost: l.cost,
+                expected_cost: plan.expected_cost,
+                on_demand_cost: plan.on_demand_cost,
+                savings_pct: plan.savings_pct,
+                utilization: plan.utilization,
+                coverage: plan.coverage,
+            });
+        }
+        result.total_expected_cost += plan.expected_cost;
+        result.total_on_demand_cost += plan.on_demand_cost;
+        if let Some(weeks) = args.train_weeks {
+            let split = (weeks as usize * 168).min(d.hourly.len());
+            let (train, test) = d.hourly.split_at(split);
+            if !train.is_empty() && !test.is_empty() {
+                let trained = plan_gpu(gpu, train, d.interruptible, &prices, &settings);
+                let hindsight = plan_gpu(
+                    gpu,
+                    test,
+                    d.interruptible,
+                    &prices,
+                    &CommitSettings { short_lookback_hours: usize::MAX, ..settings.clone() },
+                );
+                // Cost of the trained commitments on the held-out demand.
+                let spot_cost = test.iter().sum::<f64>() * trained.spot_share * prices.spot.unwrap_or(prices.on_demand);
+                let base: Vec<f64> = test.iter().map(|u| u * (1.0 - trained.spot_share)).collect();
+                let committed: f64 = trained.lines.iter().map(|l| l.commit_gpus).sum();
+                let commit_rate = if committed > 0.0 {
+                    trained.lines.iter().map(|l| l.commit_gpus * rate_of(&prices, &l.instrument)).sum::<f64>()
+                        / committed
+                } else {
+                    0.0
+                };
+                let plan_cost = spot_cost + cost_with_commitment(&base, committed, commit_rate, prices.on_demand);
+                let od = test.iter().sum::<f64>() * prices.on_demand;
+                result.backtest.push(BacktestJson {
+                    gpu: gpu.clone(),
+                    provider: market.provider.clone(),
+                    train_hours: train.len(),
+                    test_hours: test.len(),
+                    plan_cost,
+                    on_demand_cost: od,
+                    hindsight_cost: hindsight.expected_cost,
+                    savings_pct: if od > 0.0 { (1.0 - plan_cost / od) * 100.0 } else { 0.0 },
+                    gap_to_hindsight_pct: if hindsight.expected_cost > 0.0 {
+                        (plan_cost / hindsight.expected_cost - 1.0) * 100.0
+                    } else {
+                        0.0
+                    },
+                });
+            }
+        }
+        result.plans.push(MarketPlan {
+            demand: (gpu.clone(), provider.clone()),
+            provider: market.provider,
+            region: market.region,
+            plan,
+        });
+    }
+    if args.json {
+        write_json(out, &result)?;
+        return Ok(ExitStatus::Success);
+    }
+    for MarketPlan { demand: key, provider, region, plan } in &result.plans {
+        writeln!(
+            out,
+            "{} at {provider} {region}: {} h of history; plan {:.2} vs {:.2} {currency} all on-demand ({:.1}% saved); commitment utilisation {:.1}%, coverage {:.1}%",
+            plan.gpu,
+            plan.hours,
+            plan.expected_cost,
+            plan.on_demand_cost,
+            tidy(plan.savings_pct),
+            tidy(plan.utilization * 100.0),
+            tidy(plan.coverage * 100.0)
+        )?;
+        let mut t = table(&["instrument", "GPUs committed", "GPU-hours", "cost"]);
+        for l in &plan.lines {
+            t.add_row(vec![
+                Cell::new(&l.instrument),
+                Cell::new(format!("{:.2}", l.commit_gpus)),
+                Cell::new(format!("{:.1}", l.gpu_hours)),
+                Cell::new(format!("{:.2}", l.cost)),
+            ]);
+        }
+        align_right(&mut t, &[1, 2, 3]);
+        writeln!(out, "{t}")?;
+        if let Some(d) = demand.get(key) {
+            writeln!(out, "{}", chart(&d.hourly, plan.lines.iter().map(|l| l.commit_gpus).sum()))?;
+        }
+    }
+    for b in &result.backtest {
+        writeln!(
+            out,
+            "backtest {} at {}: trained on {} h, tested on {} h: plan {:.2}, all on-demand {:.2} ({:.1}% saved), hindsight {:.2} ({:+.1}% gap)",
+            b.gpu,
+            b.provider,
+            b.train_hours,
+            b.test_hours,
+            b.plan_cost,
+            b.on_demand_cost,
+            tidy(b.savings_pct),
+            b.hindsight_cost,
+            tidy(b.gap_to_hindsight_pct)
+        )?;
+    }
+    writeln!(
+        out,
+        "total: {:.2} {currency} vs {:.2} all on-demand",
+        result.total_expected_cost, result.total_on_demand_cost
+    )?;
+    Ok(ExitStatus::Success)
+}
+
+/// Float noise (`-0.0`, `-1e-15`) printed as 0.
+fn tidy(percent: f64) -> f64 {
+    if percent.abs() < 1e-9 { 0.0 } else { percent }
+}
+
+fn rate_of(prices: &GpuPrices, instrument: &str) -> f64 {
+    prices.instruments.iter().find(|i| i.name == instrument).map(|i| i.rate).unwrap_or(prices.on_demand)
+}
+
+/// Daily mean demand as a bar chart, with the commitment level marked.
+fn chart(hourly: &[f64], commit: f64) -> String {
+    let days: Vec<f64> = hourly.chunks(24).map(|d| d.iter().sum::<f64>() / d.len() as f64).collect();
+    let peak = days.iter().copied().fold(commit, f64::max).max(1e-9);
+    let bars = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let line: String = days.iter().map(|v| bars[((v / peak) * 7.0).round().clamp(0.0, 7.0) as usize]).collect();
+    let level = bars[((commit / peak) * 7.0).round().clamp(0.0, 7.0) as usize];
+    let shown: String = line.chars().rev().take(90).collect::<Vec<_>>().into_iter().rev().collect();
+    format!(
+        "daily mean demand (last {} days, peak {:.1} GPUs): {shown}\ncommitted level: {level} ({commit:.1} GPUs)",
+        days.len().min(90),
+        peak
+    )
+}

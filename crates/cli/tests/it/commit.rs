@@ -1,0 +1,152 @@
+//! `commit plan`: commitment levels from a demand history, within one provider's prices.
+
+use std::fmt::Write as _;
+
+use crate::common::{gpubroker, json, run, temp_file};
+
+/// Hourly H100 demand from 2026-09-01: `base` GPUs always, plus `peak` more on weekday office
+/// hours; after `drop_after_weeks`, only `after` GPUs.
+fn demand_csv(weeks: u32, base: u32, peak: u32, drop_after_weeks: u32, after: u32) -> String {
+    let mut csv = String::from("timestamp,gpu,count\n");
+    let start = jiff::Timestamp::from_second(1_788_220_800).expect("2026-09-01"); // a Tuesday
+    for h in 0..i64::from(weeks) * 168 {
+        let t = start + jiff::SignedDuration::from_hours(h);
+        let weekday = (1 + h / 24) % 7 < 5; // Monday = 0
+        let office = weekday && (9..17).contains(&(h % 24));
+        let count = if h >= i64::from(drop_after_weeks) * 168 { after } else { base + if office { peak } else { 0 } };
+        writeln!(csv, "{t},H100,{count}").expect("write");
+    }
+    csv
+}
+
+#[test]
+fn commits_the_base_load_at_the_break_even_quantile() {
+    let (_dir, path) = temp_file("demand.csv", &demand_csv(8, 8, 8, 99, 0));
+    let v = json(
+        gpubroker().args(["commit", "plan", "--provider", "aws", "--train-weeks", "6", "--json", "--usage"]).arg(&path),
+    );
+    let recs = v["recommendations"].as_array().expect("recommendations");
+    let reserved: Vec<_> =
+        recs.iter().filter(|r| r["instrument"].as_str().is_some_and(|i| i.starts_with("reserved"))).collect();
+    // The 3y reservation costs 43% of on-demand at AWS; peaks run 40 of 168 hours (24%), so
+    // only the 8 always-busy GPUs pay for themselves.
+    assert_eq!(reserved.len(), 1, "{recs:?}");
+    assert_eq!(reserved[0]["term"], "3y");
+    assert_eq!(reserved[0]["provider"], "aws");
+    assert!((reserved[0]["commit_gpus"].as_f64().expect("gpus") - 8.0).abs() < 1e-6, "{:?}", reserved[0]);
+    assert!((reserved[0]["utilization"].as_f64().expect("utilization") - 1.0).abs() < 1e-9);
+    let saved = reserved[0]["savings_pct"].as_f64().expect("savings");
+    assert!(saved > 40.0 && saved < 57.0, "{saved}");
+    let expected = v["total_expected_cost"].as_f64().expect("total");
+    let on_demand = v["total_on_demand_cost"].as_f64().expect("on-demand");
+    assert!((1.0 - expected / on_demand) * 100.0 - saved < 1e-6);
+    // Same weekly pattern in training and test: the trained plan is the hindsight plan.
+    let bt = &v["backtest"][0];
+    assert_eq!(bt["train_hours"], 6 * 168);
+    assert_eq!(bt["test_hours"], 2 * 168);
+    assert!(bt["gap_to_hindsight_pct"].as_f64().expect("gap").abs() < 1e-6, "{bt}");
+}
+
+#[test]
+fn a_recent_usage_drop_is_not_locked_in() {
+    let (_dir, path) = temp_file("demand.csv", &demand_csv(8, 16, 0, 6, 4));
+    let plan = |lookback: &str| {
+        let v = json(
+            gpubroker()
+                .args(["commit", "plan", "--gpu", "H100", "--on-demand-price", "2", "--commit-price", "1y=1"])
+                .args(["--json", "--lookback", lookback, "--usage"])
+                .arg(&path),
+        );
+        v["recommendations"]
+            .as_array()
+            .expect("recs")
+            .iter()
+            .filter(|r| r["instrument"] != "on_demand")
+            .map(|r| r["commit_gpus"].as_f64().expect("gpus"))
+            .sum::<f64>()
+    };
+    // 16 GPUs for six weeks, then 4: the last two weeks cap the commitment at 4.
+    assert!((plan("14d") - 4.0).abs() < 1e-6);
+    // A 1y reservation at half price pays for GPUs busy over half the hours: over the whole
+    // history, 16 are busy 75% of hours.
+    assert!((plan("56d") - 16.0).abs() < 1e-6);
+}
+
+#[test]
+fn what_if_prices_replace_the_catalog() {
+    let (_dir, path) = temp_file("demand.csv", &demand_csv(4, 8, 8, 99, 0));
+    let v = json(
+        gpubroker()
+            .args([
+                "commit",
+                "plan",
+                "--gpu",
+                "H100",
+                "--on-demand-price",
+                "2",
+                "--commit-price",
+                "1y=1.9",
+                "--json",
+                "--usage",
+            ])
+            .arg(&path),
+    );
+    let recs = v["recommendations"].as_array().expect("recs");
+    assert!(recs.iter().all(|r| r["provider"] == "what-if"), "{recs:?}");
+    // 1.9/2 = 95%: only demand present 95% of hours is worth committing: the base 8.
+    let committed: f64 =
+        recs.iter().filter(|r| r["term"] == "1y").map(|r| r["commit_gpus"].as_f64().expect("gpus")).sum();
+    assert!((committed - 8.0).abs() < 1e-6, "{recs:?}");
+    let od = v["total_on_demand_cost"].as_f64().expect("od");
+    let hours = 4.0 * 168.0;
+    let gpu_hours = hours * 8.0 + 4.0 * 40.0 * 8.0;
+    assert!((od - gpu_hours * 2.0).abs() < 1e-6, "{od}");
+    assert!(
+        (v["total_expected_cost"].as_f64().expect("cost") - (8.0 * hours * 1.9 + 4.0 * 40.0 * 8.0 * 2.0)).abs() < 1e-6
+    );
+}
+
+#[test]
+fn ledger_usage_is_planned_at_its_own_provider() {
+    let home = tempfile::tempdir().expect("home");
+    for (id, start, end) in
+        [("a", "2026-10-01T00:00:00Z", "2026-11-28T00:00:00Z"), ("b", "2026-10-01T00:00:00Z", "2026-11-28T00:00:00Z")]
+    {
+        let out = run(gpubroker().env("GPUBROKER_HOME", home.path()).args([
+            "usage",
+            "add",
+            "--resource",
+            id,
+            "--provider",
+            "gcp",
+            "--gpu",
+            "H100",
+            "--gpu-count",
+            "1",
+            "--start",
+            start,
+            "--end",
+            end,
+            "--hourly-rate",
+            "11 USD",
+        ]));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    }
+    let v = json(gpubroker().env("GPUBROKER_HOME", home.path()).args(["commit", "plan", "--json"]));
+    let recs = v["recommendations"].as_array().expect("recs");
+    assert!(recs.iter().all(|r| r["provider"] == "gcp"), "{recs:?}");
+    let committed: f64 =
+        recs.iter().filter(|r| r["instrument"] != "on_demand").map(|r| r["commit_gpus"].as_f64().expect("gpus")).sum();
+    assert!((committed - 2.0).abs() < 1e-6, "{recs:?}");
+}
+
+#[test]
+fn bad_demand_rows_name_the_line_and_field() {
+    let (_dir, path) =
+        temp_file("demand.csv", "timestamp,gpu,count\n2026-09-01T00:00:00Z,H100,4\n2026-09-01T01:00:00Z,H100,many\n");
+    let out = run(gpubroker().args(["commit", "plan", "--usage"]).arg(&path));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("demand.csv:3: count: `many` is not a number"), "{}", out.stderr);
+    let out = run(gpubroker().args(["commit", "plan", "--gpu", "NoSuchGPU", "--usage"]).arg(&path));
+    assert_ne!(out.code, 0);
+}
