@@ -100,6 +100,9 @@ pub(crate) struct CommitPlanArgs {
     /// Recent window that caps commitments (a usage drop is not locked in).
     #[arg(long, default_value = "14d")]
     pub(crate) lookback: String,
+    /// Write a chart of hourly demand and the commitment levels to this SVG file.
+    #[arg(long)]
+    pub(crate) plot: Option<PathBuf>,
     /// Backtest: plan on the first N weeks, evaluate on the rest against all on-demand and hindsight.
     #[arg(long)]
     pub(crate) train_weeks: Option<u32>,

@@ -68,3 +68,41 @@ fn plan_builtin_and_imported(bencher: divan::Bencher, example: &str) {
     let settings = PlanSettings { now: "2026-11-29T12:00:00Z".parse().expect("time"), ..Default::default() };
     bencher.bench_local(|| gpubroker_plan::plan(&task, &catalog, &table, &settings));
 }
+
+/// A year of hourly demand for one GPU type: a base load, weekday office-hour peaks, a slow
+/// trend and noise (fixed seed, so every run plans the same series).
+fn year_of_demand(seed: u64) -> Vec<f64> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let base = 4.0 + (seed % 7) as f64 * 3.0;
+    (0..8760)
+        .map(|h| {
+            let office = (h / 24) % 7 < 5 && (9..18).contains(&(h % 24));
+            let trend = 1.0 + 0.3 * h as f64 / 8760.0;
+            (base * trend + if office { base } else { 0.0 } + rng.f64() * 3.0).round()
+        })
+        .collect()
+}
+
+/// The commitment planner over a year of hourly history for 20 GPU types, two instruments
+/// each (1y and 3y), spot for a third of the work: the `commit plan` core (target: well under 1 s).
+#[divan::bench(sample_count = 10)]
+fn commit_plan_year_20_gpus(bencher: divan::Bencher) {
+    use gpubroker_plan::commit::{CommitSettings, GpuPrices, Instrument, plan_gpu};
+    let series: Vec<Vec<f64>> = (0..20).map(year_of_demand).collect();
+    let prices = GpuPrices {
+        on_demand: 3.0,
+        spot: Some(1.2),
+        instruments: vec![
+            Instrument { name: "reserved_1y".into(), rate: 1.9, long_term: false },
+            Instrument { name: "reserved_3y".into(), rate: 1.3, long_term: true },
+        ],
+    };
+    let settings = CommitSettings::default();
+    bencher.bench(|| {
+        series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| plan_gpu(&format!("gpu{i}"), s, 0.33, &prices, &settings).expected_cost)
+            .sum::<f64>()
+    });
+}

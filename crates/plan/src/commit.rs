@@ -67,6 +67,9 @@ pub struct Recommendation {
     pub gpu_hours: f64,
     /// What it costs over the history.
     pub cost: f64,
+    /// For a commitment, the utilisation below which it costs more than on-demand
+    /// (`rate / on-demand price`); a GPU busy fewer hours than this share is not worth committing.
+    pub break_even_utilization: Option<f64>,
 }
 
 /// The plan of one GPU type over its history.
@@ -161,6 +164,7 @@ pub fn plan_gpu(
                 commit_gpus: *c,
                 gpu_hours: c * hours as f64,
                 cost,
+                break_even_utilization: Some(inst.rate / od),
             });
         }
     }
@@ -171,6 +175,7 @@ pub fn plan_gpu(
             commit_gpus: 0.0,
             gpu_hours: spot_hours,
             cost: spot_cost,
+            break_even_utilization: None,
         });
     }
     if over > 0.0 {
@@ -180,6 +185,7 @@ pub fn plan_gpu(
             commit_gpus: 0.0,
             gpu_hours: over,
             cost: over * od,
+            break_even_utilization: None,
         });
     }
     let committed_hours = committed * hours as f64;

@@ -189,6 +189,8 @@ struct RecommendationJson {
     savings_pct: f64,
     utilization: f64,
     coverage: f64,
+    break_even_utilization: Option<f64>,
+    spot_share: f64,
 }
 
 #[derive(Serialize)]
@@ -314,6 +316,8 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
                 savings_pct: plan.savings_pct,
                 utilization: plan.utilization,
                 coverage: plan.coverage,
+                break_even_utilization: l.break_even_utilization,
+                spot_share: plan.spot_share,
             });
         }
         result.total_expected_cost += plan.expected_cost;
@@ -366,6 +370,27 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
             plan,
         });
     }
+    if let Some(path) = &args.plot {
+        let charts: Vec<(String, &[f64], Vec<(String, f64)>)> = result
+            .plans
+            .iter()
+            .filter_map(|mp| {
+                let d = demand.get(&mp.demand)?;
+                let levels = mp
+                    .plan
+                    .lines
+                    .iter()
+                    .filter(|l| l.commit_gpus > 0.0)
+                    .map(|l| (l.instrument.clone(), l.commit_gpus))
+                    .collect();
+                Some((format!("{} at {} {}", mp.plan.gpu, mp.provider, mp.region), d.hourly.as_slice(), levels))
+            })
+            .collect();
+        if path.extension().is_some_and(|e| !e.eq_ignore_ascii_case("svg")) {
+            bail!("`--plot {}`: only SVG charts are written; name the file *.svg", path.display());
+        }
+        std::fs::write(path, svg_chart(&charts)).map_err(|e| anyhow!("{}: cannot write: {e}", path.display()))?;
+    }
     if args.json {
         write_json(out, &result)?;
         return Ok(ExitStatus::Success);
@@ -373,25 +398,27 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
     for MarketPlan { demand: key, provider, region, plan } in &result.plans {
         writeln!(
             out,
-            "{} at {provider} {region}: {} h of history; plan {:.2} vs {:.2} {currency} all on-demand ({:.1}% saved); commitment utilisation {:.1}%, coverage {:.1}%",
+            "{} at {provider} {region}: {} h of history; plan {:.2} vs {:.2} {currency} all on-demand ({:.1}% saved); commitment utilisation {:.1}%, coverage {:.1}%, spot share {:.1}%",
             plan.gpu,
             plan.hours,
             plan.expected_cost,
             plan.on_demand_cost,
             tidy(plan.savings_pct),
             tidy(plan.utilization * 100.0),
-            tidy(plan.coverage * 100.0)
+            tidy(plan.coverage * 100.0),
+            tidy(plan.spot_share * 100.0)
         )?;
-        let mut t = table(&["instrument", "GPUs committed", "GPU-hours", "cost"]);
+        let mut t = table(&["instrument", "GPUs committed", "GPU-hours", "cost", "break-even use"]);
         for l in &plan.lines {
             t.add_row(vec![
                 Cell::new(&l.instrument),
                 Cell::new(format!("{:.2}", l.commit_gpus)),
                 Cell::new(format!("{:.1}", l.gpu_hours)),
                 Cell::new(format!("{:.2}", l.cost)),
+                Cell::new(l.break_even_utilization.map(|b| format!("{:.1}%", b * 100.0)).unwrap_or_default()),
             ]);
         }
-        align_right(&mut t, &[1, 2, 3]);
+        align_right(&mut t, &[1, 2, 3, 4]);
         writeln!(out, "{t}")?;
         if let Some(d) = demand.get(key) {
             writeln!(out, "{}", chart(&d.hourly, plan.lines.iter().map(|l| l.commit_gpus).sum()))?;
@@ -442,4 +469,75 @@ fn chart(hourly: &[f64], commit: f64) -> String {
         days.len().min(90),
         peak
     )
+}
+
+/// Hourly demand and the stacked commitment levels, one panel per GPU type, as an SVG document.
+fn svg_chart(panels: &[(String, &[f64], Vec<(String, f64)>)]) -> String {
+    use std::fmt::Write as _;
+    const W: f64 = 960.0;
+    const H: f64 = 260.0;
+    const LEFT: f64 = 56.0;
+    const TOP: f64 = 30.0;
+    const PLOT_W: f64 = W - LEFT - 20.0;
+    const PLOT_H: f64 = H - TOP - 40.0;
+    let colours = ["#d62728", "#2ca02c", "#9467bd", "#ff7f0e"];
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n",
+        H * panels.len() as f64
+    );
+    for (i, (title, hourly, levels)) in panels.iter().enumerate() {
+        let y0 = H * i as f64;
+        let total: f64 = levels.iter().map(|l| l.1).sum();
+        let peak = hourly.iter().copied().fold(total, f64::max).max(1.0);
+        let x = |h: usize| LEFT + PLOT_W * h as f64 / hourly.len().max(1) as f64;
+        let y = |v: f64| y0 + TOP + PLOT_H * (1.0 - v / peak);
+        let _ =
+            writeln!(svg, "<text x=\"{LEFT}\" y=\"{}\" font-weight=\"bold\">{}</text>", y0 + 18.0, xml_escape(title));
+        let _ = writeln!(
+            svg,
+            "<rect x=\"{LEFT}\" y=\"{}\" width=\"{PLOT_W}\" height=\"{PLOT_H}\" fill=\"none\" stroke=\"#999\"/>",
+            y0 + TOP
+        );
+        for tick in 0..=4 {
+            let v = peak * f64::from(tick) / 4.0;
+            let _ =
+                writeln!(svg, "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{v:.1}</text>", LEFT - 6.0, y(v) + 4.0);
+        }
+        let points: Vec<String> = hourly.iter().enumerate().map(|(h, v)| format!("{:.1},{:.1}", x(h), y(*v))).collect();
+        let _ = writeln!(
+            svg,
+            "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"0.8\" points=\"{}\"/>",
+            points.join(" ")
+        );
+        let mut stacked = 0.0;
+        for (k, (name, gpus)) in levels.iter().enumerate() {
+            stacked += gpus;
+            let colour = colours[k % colours.len()];
+            let _ = writeln!(
+                svg,
+                "<line x1=\"{LEFT}\" x2=\"{0}\" y1=\"{1:.1}\" y2=\"{1:.1}\" stroke=\"{colour}\" stroke-width=\"2\" stroke-dasharray=\"6 3\"/>",
+                LEFT + PLOT_W,
+                y(stacked)
+            );
+            let _ = writeln!(
+                svg,
+                "<text x=\"{}\" y=\"{:.1}\" fill=\"{colour}\" text-anchor=\"end\">{} {gpus:.1} GPUs</text>",
+                LEFT + PLOT_W - 4.0,
+                y(stacked) - 4.0,
+                xml_escape(name)
+            );
+        }
+        let _ = writeln!(
+            svg,
+            "<text x=\"{LEFT}\" y=\"{}\">hourly GPUs in use ({} h, blue); dashed: cumulative commitment levels</text>",
+            y0 + TOP + PLOT_H + 24.0,
+            hourly.len()
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }

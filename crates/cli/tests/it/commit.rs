@@ -22,8 +22,14 @@ fn demand_csv(weeks: u32, base: u32, peak: u32, drop_after_weeks: u32, after: u3
 #[test]
 fn commits_the_base_load_at_the_break_even_quantile() {
     let (_dir, path) = temp_file("demand.csv", &demand_csv(8, 8, 8, 99, 0));
+    let plot = path.with_extension("svg");
     let v = json(
-        gpubroker().args(["commit", "plan", "--provider", "aws", "--train-weeks", "6", "--json", "--usage"]).arg(&path),
+        gpubroker()
+            .args(["commit", "plan", "--provider", "aws", "--train-weeks", "6", "--json"])
+            .arg("--plot")
+            .arg(&plot)
+            .arg("--usage")
+            .arg(&path),
     );
     let recs = v["recommendations"].as_array().expect("recommendations");
     let reserved: Vec<_> =
@@ -35,6 +41,14 @@ fn commits_the_base_load_at_the_break_even_quantile() {
     assert_eq!(reserved[0]["provider"], "aws");
     assert!((reserved[0]["commit_gpus"].as_f64().expect("gpus") - 8.0).abs() < 1e-6, "{:?}", reserved[0]);
     assert!((reserved[0]["utilization"].as_f64().expect("utilization") - 1.0).abs() < 1e-9);
+    let break_even = reserved[0]["break_even_utilization"].as_f64().expect("break-even");
+    assert!(break_even > 0.3 && break_even < 0.5, "{break_even}");
+    // The chart: every hour of demand, and the commitment level labelled.
+    let svg = std::fs::read_to_string(&plot).expect("plot written");
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    let polyline = svg.lines().find(|l| l.starts_with("<polyline")).expect("demand line");
+    assert_eq!(polyline.matches(',').count(), 8 * 168);
+    assert!(svg.contains("reserved_3y 8.0 GPUs"), "{svg:.400}");
     let saved = reserved[0]["savings_pct"].as_f64().expect("savings");
     assert!(saved > 40.0 && saved < 57.0, "{saved}");
     let expected = v["total_expected_cost"].as_f64().expect("total");
@@ -147,6 +161,12 @@ fn bad_demand_rows_name_the_line_and_field() {
     let out = run(gpubroker().args(["commit", "plan", "--usage"]).arg(&path));
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("demand.csv:3: count: `many` is not a number"), "{}", out.stderr);
-    let out = run(gpubroker().args(["commit", "plan", "--gpu", "NoSuchGPU", "--usage"]).arg(&path));
-    assert_ne!(out.code, 0);
+    let (_dir, good) = temp_file("demand.csv", "timestamp,gpu,count\n2026-09-01T00:00:00Z,H100,4\n");
+    let out = run(gpubroker().args(["commit", "plan", "--plot", "chart.png", "--usage"]).arg(&good));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("only SVG"), "{}", out.stderr);
+    let (_dir, unknown) = temp_file("demand.csv", "timestamp,gpu,count\n2026-09-01T00:00:00Z,NoSuchGPU,4\n");
+    let out = run(gpubroker().args(["commit", "plan", "--usage"]).arg(&unknown));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("no on-demand price for `NoSuchGPU`"), "{}", out.stderr);
 }
