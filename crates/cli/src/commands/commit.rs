@@ -371,7 +371,7 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
         });
     }
     if let Some(path) = &args.plot {
-        let charts: Vec<(String, &[f64], Vec<(String, f64)>)> = result
+        let charts: Vec<Panel> = result
             .plans
             .iter()
             .filter_map(|mp| {
@@ -472,7 +472,10 @@ fn chart(hourly: &[f64], commit: f64) -> String {
 }
 
 /// Hourly demand and the stacked commitment levels, one panel per GPU type, as an SVG document.
-fn svg_chart(panels: &[(String, &[f64], Vec<(String, f64)>)]) -> String {
+/// One chart panel: title, hourly demand, (instrument, GPUs committed) levels.
+type Panel<'a> = (String, &'a [f64], Vec<(String, f64)>);
+
+fn svg_chart(panels: &[Panel]) -> String {
     use std::fmt::Write as _;
     const W: f64 = 960.0;
     const H: f64 = 260.0;
