@@ -46,11 +46,14 @@ pub struct CommitSettings {
     pub short_lookback_hours: usize,
     /// Largest expected unused commitment, GPU-hours over the history (None = no limit).
     pub max_unused_gpu_hours: Option<f64>,
+    /// Apply the recent-window and long-term caps. Off only for the hindsight optimum, which
+    /// knows the demand it is planned for and needs no guard against it changing.
+    pub guards: bool,
 }
 
 impl Default for CommitSettings {
     fn default() -> Self {
-        CommitSettings { short_lookback_hours: 24 * 14, max_unused_gpu_hours: None }
+        CommitSettings { short_lookback_hours: 24 * 14, max_unused_gpu_hours: None, guards: true }
     }
 }
 
@@ -223,8 +226,12 @@ fn solve(base: &[f64], prices: &GpuPrices, settings: &CommitSettings) -> Vec<f64
     let recent = &base[base.len().saturating_sub(settings.short_lookback_hours.max(1))..];
     let cheapest = prices.instruments.iter().map(|i| i.rate).fold(f64::INFINITY, f64::min);
     // Guard: never commit more in total than the recent window alone would justify.
-    let recent_cap = single_instrument(recent, cheapest, prices.on_demand);
-    let long_base = quantile(base, 0.10);
+    let peak = base.iter().copied().fold(0.0, f64::max);
+    let (recent_cap, long_base) = if settings.guards {
+        (single_instrument(recent, cheapest, prices.on_demand), quantile(base, 0.10))
+    } else {
+        (peak, peak)
+    };
     let mut vars = ProblemVariables::new();
     let c: Vec<_> = prices
         .instruments
@@ -287,7 +294,7 @@ mod tests {
                 Instrument { name: "reserved_3y".into(), rate: od * r3 as f64 / 100.0, long_term: false },
             ];
             let prices = GpuPrices { on_demand: od, spot: None, instruments: instruments.clone() };
-            let settings = CommitSettings { short_lookback_hours: usize::MAX, max_unused_gpu_hours: None };
+            let settings = CommitSettings { short_lookback_hours: usize::MAX, max_unused_gpu_hours: None, guards: true };
             let plan = plan_gpu("X", &hourly, 0.0, &prices, &settings);
             for inst in &instruments {
                 let c = single_instrument(&hourly, inst.rate, od);
@@ -295,6 +302,24 @@ mod tests {
                 prop_assert!(plan.expected_cost <= single + 1e-6 * single.max(1.0), "LP {} > {} single {}", plan.expected_cost, inst.name, single);
             }
             prop_assert!(plan.expected_cost <= plan.on_demand_cost + 1e-6);
+        }
+
+        /// Without guards the planner is the hindsight optimum: no guarded plan (any lookback,
+        /// a 3-year cap, a risk limit) costs less on the same demand.
+        #[test]
+        fn unguarded_plan_is_a_lower_bound(demand in proptest::collection::vec(0u32..30, 48..200), lookback in 1usize..100, limit in proptest::option::of(0.0f64..500.0)) {
+            let hourly: Vec<f64> = demand.iter().map(|d| *d as f64).collect();
+            let prices = GpuPrices {
+                on_demand: 3.0,
+                spot: None,
+                instruments: vec![
+                    Instrument { name: "reserved_1y".into(), rate: 1.9, long_term: false },
+                    Instrument { name: "reserved_3y".into(), rate: 1.3, long_term: true },
+                ],
+            };
+            let guarded = plan_gpu("X", &hourly, 0.0, &prices, &CommitSettings { short_lookback_hours: lookback, max_unused_gpu_hours: limit, guards: true });
+            let hindsight = plan_gpu("X", &hourly, 0.0, &prices, &CommitSettings { short_lookback_hours: lookback, max_unused_gpu_hours: None, guards: false });
+            prop_assert!(hindsight.expected_cost <= guarded.expected_cost + 1e-6 * guarded.expected_cost.max(1.0), "hindsight {} > guarded {}", hindsight.expected_cost, guarded.expected_cost);
         }
     }
 
@@ -335,14 +360,14 @@ mod tests {
             &hourly,
             0.0,
             &prices,
-            &CommitSettings { short_lookback_hours: 24 * 7, max_unused_gpu_hours: None },
+            &CommitSettings { short_lookback_hours: 24 * 7, max_unused_gpu_hours: None, guards: true },
         );
         let unguarded = plan_gpu(
             "A100",
             &hourly,
             0.0,
             &prices,
-            &CommitSettings { short_lookback_hours: usize::MAX, max_unused_gpu_hours: None },
+            &CommitSettings { short_lookback_hours: usize::MAX, max_unused_gpu_hours: None, guards: true },
         );
         let c = |p: &GpuPlan| p.lines.iter().map(|l| l.commit_gpus).sum::<f64>();
         assert!((c(&guarded) - 4.0).abs() < 1e-6, "{guarded:?}");
@@ -375,14 +400,14 @@ mod tests {
             &hourly,
             0.0,
             &prices,
-            &CommitSettings { short_lookback_hours: usize::MAX, max_unused_gpu_hours: None },
+            &CommitSettings { short_lookback_hours: usize::MAX, max_unused_gpu_hours: None, guards: true },
         );
         let limited = plan_gpu(
             "T4",
             &hourly,
             0.0,
             &prices,
-            &CommitSettings { short_lookback_hours: usize::MAX, max_unused_gpu_hours: Some(100.0) },
+            &CommitSettings { short_lookback_hours: usize::MAX, max_unused_gpu_hours: Some(100.0), guards: true },
         );
         let c = |p: &GpuPlan| p.lines.iter().map(|l| l.commit_gpus).sum::<f64>();
         assert!(c(&limited) < c(&free));

@@ -241,7 +241,8 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
     }
     let lookback_h =
         (parse_duration_s(&args.lookback).map_err(|e| anyhow!("`--lookback`: {e}"))? / 3600).max(1) as usize;
-    let settings = CommitSettings { short_lookback_hours: lookback_h, max_unused_gpu_hours: args.max_unused };
+    let settings =
+        CommitSettings { short_lookback_hours: lookback_h, max_unused_gpu_hours: args.max_unused, guards: true };
     let overrides: BTreeMap<String, f64> = match &args.commit_price {
         None => BTreeMap::new(),
         Some(text) => text
@@ -332,7 +333,7 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
                     test,
                     d.interruptible,
                     &prices,
-                    &CommitSettings { short_lookback_hours: usize::MAX, ..settings.clone() },
+                    &CommitSettings { guards: false, max_unused_gpu_hours: None, ..settings.clone() },
                 );
                 // Cost of the trained commitments on the held-out demand.
                 let spot_cost = test.iter().sum::<f64>() * trained.spot_share * prices.spot.unwrap_or(prices.on_demand);

@@ -5,6 +5,7 @@ mod backtest;
 mod budget;
 mod catalog;
 mod commit;
+mod commit_traces;
 mod common;
 mod errors;
 mod estimate;
