@@ -74,8 +74,12 @@ pub(crate) enum CommitCommand {
 #[derive(Debug, Args)]
 pub(crate) struct CommitPlanArgs {
     /// Hourly demand CSV `timestamp,gpu,count[,interruptible]` (default: the ledger's metered GPU-hours).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "focus")]
     pub(crate) usage: Option<PathBuf>,
+    /// Demand from a FOCUS bill: GPU instance rows (GPU type from `x_GpuType` or the catalog's
+    /// instance type), spread over each row's charge period.
+    #[arg(long)]
+    pub(crate) focus: Option<PathBuf>,
     /// Terms to consider.
     #[arg(long, value_delimiter = ',', default_value = "1y,3y")]
     pub(crate) term: Vec<String>,

@@ -10,7 +10,9 @@ use gpubroker_core::{Currency, PricingModel};
 use gpubroker_plan::commit::{CommitSettings, GpuPlan, GpuPrices, Instrument, cost_with_commitment, plan_gpu};
 use serde::Serialize;
 
-use super::usage::{CostLedger, parse_time};
+use gpubroker_ledger::Charge;
+
+use super::usage::{CostLedger, parse_time, read_focus};
 use crate::ExitStatus;
 use crate::args::CommitPlanArgs;
 use crate::context::Context;
@@ -89,9 +91,11 @@ fn into_series(cells: BTreeMap<(DemandKey, i64), (f64, f64)>) -> BTreeMap<Demand
         .collect()
 }
 
-fn demand_from_ledger(default_interruptible: f64) -> Result<BTreeMap<DemandKey, Demand>> {
+/// GPU-hours of metered charges (the ledger's, or a FOCUS file's), spread over the hours each
+/// charge period covers.
+fn demand_from_charges(charges: &[Charge], default_interruptible: f64) -> BTreeMap<DemandKey, Demand> {
     let mut cells: BTreeMap<(DemandKey, i64), (f64, f64)> = BTreeMap::new();
-    for c in CostLedger::open()?.charges(None, None, &[])? {
+    for c in charges {
         if c.gpu.is_empty() || c.gpu_count == 0 {
             continue;
         }
@@ -106,7 +110,7 @@ fn demand_from_ledger(default_interruptible: f64) -> Result<BTreeMap<DemandKey, 
             t = next;
         }
     }
-    Ok(into_series(cells))
+    into_series(cells)
 }
 
 /// Where a commitment is bought: a provider's region (`*` when its prices are region-less).
@@ -232,12 +236,15 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
         bail!("`--interruptible {}` must be a share between 0 and 1", args.interruptible);
     }
     let currency = ctx.currency.unwrap_or(Currency::USD);
-    let demand = match &args.usage {
-        Some(p) => read_demand_csv(p, args.interruptible)?,
-        None => demand_from_ledger(args.interruptible)?,
+    let demand = match (&args.usage, &args.focus) {
+        (Some(p), _) => read_demand_csv(p, args.interruptible)?,
+        (None, Some(p)) => demand_from_charges(&read_focus(&ctx.catalog, p)?, args.interruptible),
+        (None, None) => demand_from_charges(&CostLedger::open()?.charges(None, None, &[])?, args.interruptible),
     };
     if demand.is_empty() {
-        bail!("no GPU demand: give `--usage FILE` (timestamp,gpu,count) or record usage in the ledger");
+        bail!(
+            "no GPU demand: give `--usage FILE` (timestamp,gpu,count), `--focus FILE` with GPU instance rows, or record usage in the ledger"
+        );
     }
     let lookback_h =
         (parse_duration_s(&args.lookback).map_err(|e| anyhow!("`--lookback`: {e}"))? / 3600).max(1) as usize;

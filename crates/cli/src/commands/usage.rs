@@ -272,7 +272,7 @@ pub(crate) fn import(ctx: &Context, args: &UsageImportArgs, out: &mut impl Write
         (None, None) => bail!("give `--csv FILE` or `--focus FILE`"),
     };
     // Parse and price the whole file first: bad input imports nothing.
-    let charges = if focus { read_focus(path)? } else { read_usage_csv(&ctx.catalog, path)? };
+    let charges = if focus { read_focus(&ctx.catalog, path)? } else { read_usage_csv(&ctx.catalog, path)? };
     let mut store = CostLedger::open()?;
     let mut added = 0;
     let mut stderr = std::io::stderr().lock();
@@ -481,7 +481,53 @@ fn volume_charge(
 
 /// FOCUS 1.0-1.2 rows as charges. The sample bills' quirks are handled: `NULL` for empty,
 /// zone-less `YYYY-MM-DD HH:MM:SS` times, tag keys with stray spaces.
-fn read_focus(path: &Path) -> Result<Vec<Charge>> {
+/// The GPU type and count of a FOCUS row: gpubroker's own `x_GpuType`/`x_GpuCount` (a
+/// round-trip of `cost export`), else the catalog's instance type named by `x_InstanceType`,
+/// `ResourceType`, `SkuId` or `SkuPriceDetails.InstanceType`.
+fn focus_gpu(catalog: &Catalog, provider: &str, g: &dyn Fn(&str) -> String) -> Result<(String, u32), String> {
+    let named = g("x_GpuType");
+    if !named.is_empty() {
+        let count = match g("x_GpuCount").as_str() {
+            "" => 1,
+            c => c.parse().map_err(|_| format!("x_GpuCount: `{c}` is not a whole number"))?,
+        };
+        return Ok((catalog.gpu(&named).map(|s| s.name.clone()).unwrap_or(named), count));
+    }
+    let details = g("SkuPriceDetails");
+    let from_details = serde_json::from_str::<serde_json::Value>(&details).ok().and_then(|v| {
+        ["InstanceType", "instanceType", "x_InstanceType"]
+            .iter()
+            .find_map(|k| v.get(*k).and_then(|t| t.as_str()).map(String::from))
+    });
+    let provider = provider_id(provider);
+    for candidate in [g("x_InstanceType"), g("ResourceType"), g("SkuId"), from_details.unwrap_or_default()] {
+        if candidate.is_empty() {
+            continue;
+        }
+        let offer = catalog
+            .offers()
+            .iter()
+            .find(|o| o.instance_type == candidate && (provider.is_empty() || o.provider == provider));
+        if let Some(o) = offer {
+            return Ok((o.gpu.clone(), o.gpu_count));
+        }
+    }
+    Ok((String::new(), 0))
+}
+
+/// The catalog's provider id for a FOCUS `ProviderName` (`AWS`, `Microsoft`, `Google Cloud`).
+fn provider_id(name: &str) -> String {
+    let lower = name.trim().to_ascii_lowercase();
+    match lower.as_str() {
+        "amazon web services" | "amazon" | "aws" => "aws".into(),
+        "microsoft" | "microsoft azure" | "azure" => "azure".into(),
+        "google cloud" | "google cloud platform" | "google" | "gcp" => "gcp".into(),
+        "oracle" | "oracle cloud infrastructure" | "oci" => "oci".into(),
+        _ => lower.replace(' ', ""),
+    }
+}
+
+pub(crate) fn read_focus(catalog: &Catalog, path: &Path) -> Result<Vec<Charge>> {
     let shown = path.display().to_string();
     let (mut reader, cols) = open_csv(path)?;
     for required in ["BilledCost", "ChargePeriodStart", "ChargePeriodEnd"] {
@@ -539,6 +585,8 @@ fn read_focus(path: &Path) -> Result<Vec<Charge>> {
             }
             id => format!("focus:{}:{id}", g("BillingAccountId")),
         };
+        let (gpu, gpu_count) =
+            focus_gpu(catalog, g("ProviderName"), &|n| g(n).to_string()).map_err(|m| err("x_GpuCount", m))?;
         out.push(Charge {
             key,
             source: ChargeSource::Focus,
@@ -547,8 +595,8 @@ fn read_focus(path: &Path) -> Result<Vec<Charge>> {
             region: g("RegionId").to_string(),
             resource_id: g("ResourceId").to_string(),
             instance_type: g("SkuId").to_string(),
-            gpu: String::new(),
-            gpu_count: 0,
+            gpu,
+            gpu_count,
             pricing: g("PricingCategory").to_string(),
             start_ms: start.as_millisecond(),
             end_ms: end.as_millisecond(),
