@@ -104,6 +104,10 @@ pub(crate) struct CommitPlanArgs {
     /// Recent window that caps commitments (a usage drop is not locked in).
     #[arg(long, default_value = "14d")]
     pub(crate) lookback: String,
+    /// Plan on the history followed by the forecast of the next N weeks (trend + hour-of-week
+    /// season), so growing demand is committed for and a falling one is not.
+    #[arg(long)]
+    pub(crate) forecast_weeks: Option<u32>,
     /// Write a chart of hourly demand and the commitment levels to this SVG file.
     #[arg(long)]
     pub(crate) plot: Option<PathBuf>,
@@ -288,6 +292,21 @@ pub(crate) enum CostCommand {
     Idle(CostIdleArgs),
     /// Days whose spend in a scope jumps above its rolling baseline, with the dimension that caused it.
     Anomalies(CostAnomaliesArgs),
+    /// Spend this month and the next N: trend + day-of-week season of daily spend, with an 80% interval.
+    Forecast(CostForecastArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CostForecastArgs {
+    /// Months after this one to forecast.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) months: u32,
+    /// Forecast each group separately: a tag (team, project, ...) or provider, gpu, pricing, service.
+    #[arg(long)]
+    pub(crate) by: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

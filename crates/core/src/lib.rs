@@ -12,6 +12,7 @@
 //! * [`Clock`]: the only way code reads the current time, so tests and simulations can fix it.
 //! * [`volume`]: storage (byte-seconds over the calendar month) and tiered, two-sided transfer.
 //! * [`commitment`]: what committed contracts (hourly reservations, block + overage) bill and waste.
+//! * [`forecast`]: trend + seasonal forecasts of demand and spend, with an interval.
 //!
 //! Nothing here performs I/O.
 #![deny(missing_docs)]
@@ -19,6 +20,7 @@
 
 mod clock;
 pub mod commitment;
+pub mod forecast;
 mod fx;
 mod money;
 mod pricing;

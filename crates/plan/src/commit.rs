@@ -15,6 +15,7 @@
 //!   committing to it.
 
 use good_lp::{Expression, ProblemVariables, Solution, SolverModel, constraint, default_solver, variable};
+use gpubroker_core::forecast::SeasonalTrend;
 use serde::Serialize;
 
 /// A commitment instrument.
@@ -264,6 +265,56 @@ fn solve(base: &[f64], prices: &GpuPrices, settings: &CommitSettings) -> Vec<f64
     }
 }
 
+/// Demand expected over the next weeks: the mean GPUs in use with its 80% interval, and the
+/// trend. Fitted on daily means (hourly residuals are strongly autocorrelated, daily ones much
+/// less, so the interval of a daily model is honest).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DemandForecast {
+    /// Weeks ahead the figures cover.
+    pub weeks: usize,
+    /// Mean GPUs in use over them.
+    pub mean_gpus: f64,
+    /// 80% interval of that mean.
+    pub low_gpus: f64,
+    /// 80% interval of that mean.
+    pub high_gpus: f64,
+    /// Trend, GPUs per week.
+    pub trend_gpus_per_week: f64,
+}
+
+/// Forecast of the mean demand over the `weeks` after `hourly`.
+pub fn forecast_demand(hourly: &[f64], weeks: usize) -> DemandForecast {
+    let daily: Vec<f64> = hourly.chunks(24).filter(|d| d.len() == 24).map(|d| d.iter().sum::<f64>() / 24.0).collect();
+    let model = SeasonalTrend::fit(&daily, 7);
+    let days = weeks * 7;
+    let (low, point, high) = model.total(daily.len(), daily.len() + days);
+    let per_day = |v: f64| if days == 0 { 0.0 } else { v / days as f64 };
+    DemandForecast {
+        weeks,
+        mean_gpus: per_day(point),
+        low_gpus: per_day(low),
+        high_gpus: per_day(high),
+        trend_gpus_per_week: model.slope * 7.0,
+    }
+}
+
+/// An hourly demand path for the `weeks` after `hourly`, to plan a commitment on: the trend and
+/// hour-of-week season carried forward, with the last weeks' residuals replayed on top so the
+/// path keeps the history's spread (a commitment is a quantile, and a smooth mean path would
+/// understate the hours of low demand).
+pub fn forecast_path(hourly: &[f64], weeks: usize) -> Vec<f64> {
+    let model = SeasonalTrend::fit(hourly, 168);
+    let residuals: Vec<f64> = hourly.iter().enumerate().map(|(t, y)| y - model.point(t)).collect();
+    let replay = residuals.len().min(168 * weeks.max(1));
+    let tail = &residuals[residuals.len() - replay..];
+    (0..weeks * 168)
+        .map(|i| {
+            let noise = if tail.is_empty() { 0.0 } else { tail[i % tail.len()] };
+            (model.point(hourly.len() + i) + noise).max(0.0)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,6 +372,24 @@ mod tests {
             let hindsight = plan_gpu("X", &hourly, 0.0, &prices, &CommitSettings { short_lookback_hours: lookback, max_unused_gpu_hours: None, guards: false });
             prop_assert!(hindsight.expected_cost <= guarded.expected_cost + 1e-6 * guarded.expected_cost.max(1.0), "hindsight {} > guarded {}", hindsight.expected_cost, guarded.expected_cost);
         }
+    }
+
+    #[test]
+    fn growing_demand_is_forecast_higher_and_its_path_keeps_the_spread() {
+        // 8 weeks: 10 GPUs growing by 1 per week, 6 more on weekday office hours.
+        let hourly: Vec<f64> = (0..8 * 168)
+            .map(|h| 10.0 + h as f64 / 168.0 + if (h / 24) % 7 < 5 && (9..17).contains(&(h % 24)) { 6.0 } else { 0.0 })
+            .collect();
+        let f = forecast_demand(&hourly, 4);
+        assert!((f.trend_gpus_per_week - 1.0).abs() < 0.05, "{f:?}");
+        let last_week_mean = hourly[7 * 168..].iter().sum::<f64>() / 168.0;
+        assert!(f.mean_gpus > last_week_mean + 1.5 && f.low_gpus <= f.mean_gpus && f.mean_gpus <= f.high_gpus, "{f:?}");
+        let path = forecast_path(&hourly, 4);
+        assert_eq!(path.len(), 4 * 168);
+        // The same weekly shape, shifted up by the trend.
+        let min = path.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = path.iter().copied().fold(0.0, f64::max);
+        assert!(min > 17.5 && (max - min) > 6.0 && (max - min) < 10.0, "{min} {max}");
     }
 
     #[test]

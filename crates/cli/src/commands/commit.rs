@@ -7,7 +7,10 @@ use anyhow::{Result, anyhow, bail};
 use comfy_table::Cell;
 use gpubroker_core::units::parse_duration_s;
 use gpubroker_core::{Currency, PricingModel};
-use gpubroker_plan::commit::{CommitSettings, GpuPlan, GpuPrices, Instrument, cost_with_commitment, plan_gpu};
+use gpubroker_plan::commit::{
+    CommitSettings, DemandForecast, GpuPlan, GpuPrices, Instrument, cost_with_commitment, forecast_demand,
+    forecast_path, plan_gpu,
+};
 use serde::Serialize;
 
 use gpubroker_ledger::Charge;
@@ -217,6 +220,8 @@ struct MarketPlan {
     demand: DemandKey,
     provider: String,
     region: String,
+    /// Mean demand expected over the next 4 weeks.
+    forecast: DemandForecast,
     #[serde(flatten)]
     plan: GpuPlan,
 }
@@ -271,6 +276,11 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
         backtest: Vec::new(),
     };
     for ((gpu, provider), d) in &demand {
+        // Planned on: the history, then (if asked) the forecast path of the next weeks.
+        let planned: Vec<f64> = match args.forecast_weeks {
+            Some(w) if w > 0 => d.hourly.iter().copied().chain(forecast_path(&d.hourly, w as usize)).collect(),
+            _ => d.hourly.clone(),
+        };
         let providers = if provider.is_empty() { args.provider.clone() } else { vec![provider.clone()] };
         let mut markets = market_prices(ctx, gpu, &providers, &args.term, currency);
         if args
@@ -299,7 +309,7 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
             .into_iter()
             .filter(|(_, p)| p.on_demand > 0.0)
             .map(|(m, prices)| {
-                let plan = plan_gpu(gpu, &d.hourly, d.interruptible, &prices, &settings);
+                let plan = plan_gpu(gpu, &planned, d.interruptible, &prices, &settings);
                 (m, prices, plan)
             })
             .min_by(|a, b| a.2.expected_cost.total_cmp(&b.2.expected_cost));
@@ -375,6 +385,7 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
             demand: (gpu.clone(), provider.clone()),
             provider: market.provider,
             region: market.region,
+            forecast: forecast_demand(&d.hourly, 4),
             plan,
         });
     }
@@ -403,10 +414,10 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
         write_json(out, &result)?;
         return Ok(ExitStatus::Success);
     }
-    for MarketPlan { demand: key, provider, region, plan } in &result.plans {
+    for MarketPlan { demand: key, provider, region, forecast, plan } in &result.plans {
         writeln!(
             out,
-            "{} at {provider} {region}: {} h of history; plan {:.2} vs {:.2} {currency} all on-demand ({:.1}% saved); commitment utilisation {:.1}%, coverage {:.1}%, spot share {:.1}%",
+            "{} at {provider} {region}: {} h planned; plan {:.2} vs {:.2} {currency} all on-demand ({:.1}% saved); commitment utilisation {:.1}%, coverage {:.1}%, spot share {:.1}%",
             plan.gpu,
             plan.hours,
             plan.expected_cost,
@@ -428,6 +439,11 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
         }
         align_right(&mut t, &[1, 2, 3, 4]);
         writeln!(out, "{t}")?;
+        writeln!(
+            out,
+            "forecast, next {} weeks: {:.1} GPUs on average (80%: {:.1}-{:.1}), trend {:+.2} GPUs/week",
+            forecast.weeks, forecast.mean_gpus, forecast.low_gpus, forecast.high_gpus, forecast.trend_gpus_per_week
+        )?;
         if let Some(d) = demand.get(key) {
             writeln!(out, "{}", chart(&d.hourly, plan.lines.iter().map(|l| l.commit_gpus).sum()))?;
         }

@@ -5,6 +5,7 @@ mod budget;
 mod catalog;
 mod commit;
 mod estimate;
+mod forecast;
 mod gpus;
 mod jobs;
 mod plan;
@@ -44,6 +45,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitStatus> {
         Command::Cost(CostCommand::Export(args)) => usage::export(&ctx, &args, &mut out),
         Command::Cost(CostCommand::Idle(args)) => waste::idle(&ctx, &args, &mut out),
         Command::Cost(CostCommand::Anomalies(args)) => waste::anomalies(&ctx, &args, &mut out),
+        Command::Cost(CostCommand::Forecast(args)) => forecast::forecast(&ctx, &args, &mut out),
         Command::Usage(UsageCommand::Samples(args)) => waste::samples(&args, &mut out),
         Command::Budget(BudgetCommand::Set(args)) => budget::set(&ctx, &args, &mut out),
         Command::Budget(BudgetCommand::Status(args)) => budget::status(&ctx, &args, &mut out),

@@ -170,3 +170,43 @@ fn bad_demand_rows_name_the_line_and_field() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("no on-demand price for `NoSuchGPU`"), "{}", out.stderr);
 }
+
+#[test]
+fn growing_demand_is_forecast_and_planned_for() {
+    // 8 GPUs, 2 more every week, for 8 weeks.
+    let mut csv = String::from("timestamp,gpu,count\n");
+    for h in 0..8 * 168i64 {
+        let t = jiff::Timestamp::from_second(1_788_220_800 + h * 3600).expect("time");
+        writeln!(csv, "{t},H100,{}", 8 + h / 168 * 2).expect("write");
+    }
+    let (_dir, path) = temp_file("demand.csv", &csv);
+    let plan = |extra: &[&str]| {
+        json(
+            gpubroker()
+                .args([
+                    "commit",
+                    "plan",
+                    "--gpu",
+                    "H100",
+                    "--on-demand-price",
+                    "2",
+                    "--commit-price",
+                    "1y=1.2",
+                    "--json",
+                ])
+                .args(extra)
+                .arg("--usage")
+                .arg(&path),
+        )
+    };
+    let committed = |v: &serde_json::Value| -> f64 {
+        v["recommendations"].as_array().expect("recs").iter().map(|r| r["commit_gpus"].as_f64().expect("gpus")).sum()
+    };
+    let history = plan(&[]);
+    let forecast = &history["plans"][0]["forecast"];
+    assert!((forecast["trend_gpus_per_week"].as_f64().expect("trend") - 2.0).abs() < 0.1, "{forecast}");
+    // The last week ran 22 GPUs; the next four are expected higher.
+    assert!(forecast["mean_gpus"].as_f64().expect("mean") > 23.0, "{forecast}");
+    let ahead = plan(&["--forecast-weeks", "8"]);
+    assert!(committed(&ahead) > committed(&history) + 1.0, "{} vs {}", committed(&ahead), committed(&history));
+}

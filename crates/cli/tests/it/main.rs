@@ -9,6 +9,7 @@ mod commit_traces;
 mod common;
 mod errors;
 mod estimate;
+mod forecast;
 mod jobs;
 mod plan;
 mod usage;

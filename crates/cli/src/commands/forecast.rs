@@ -1,0 +1,185 @@
+//! `gpubroker cost forecast --months N`: spend per calendar month, this one and the next N, from
+//! the ledger's daily spend (trend + day-of-week season, 80% interval).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use anyhow::{Result, bail};
+use comfy_table::Cell;
+use gpubroker_core::forecast::SeasonalTrend;
+use gpubroker_core::{Currency, Decimal, Money};
+use gpubroker_ledger::GroupBy;
+use serde::Serialize;
+
+use super::usage::CostLedger;
+use crate::ExitStatus;
+use crate::args::CostForecastArgs;
+use crate::context::Context;
+use crate::output::{align_right, money, table, write_json};
+
+const DAY_MS: i64 = 86_400_000;
+
+/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
+}
+
+/// (year, month) of a day number.
+fn month_of(day: i64) -> (i64, i64) {
+    let z = day + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m)
+}
+
+#[derive(Serialize)]
+struct MonthForecast {
+    month: String,
+    /// Spend recorded in the month before today.
+    actual: Decimal,
+    /// Actual plus the forecast of the month's remaining days.
+    forecast: Decimal,
+    low: Decimal,
+    high: Decimal,
+}
+
+#[derive(Serialize)]
+struct ScopeForecast {
+    scope: String,
+    history_days: usize,
+    /// Trend of daily spend, per day.
+    trend_per_day: Decimal,
+    months: Vec<MonthForecast>,
+}
+
+#[derive(Serialize)]
+struct ForecastJson {
+    currency: Currency,
+    interval: &'static str,
+    scopes: Vec<ScopeForecast>,
+}
+
+/// A forecast is an estimate: it is shown to the cent, never summed into the ledger.
+fn cents(v: f64) -> Decimal {
+    Decimal::try_from(v).unwrap_or_default().round_dp(2)
+}
+
+pub(crate) fn forecast(ctx: &Context, args: &CostForecastArgs, out: &mut impl Write) -> Result<ExitStatus> {
+    if args.months == 0 || args.months > 36 {
+        bail!("`--months {}`: expected 1 to 36", args.months);
+    }
+    let currency = ctx.currency.unwrap_or(Currency::USD);
+    let fx = ctx.catalog.fx();
+    let today = ctx.clock.now().as_millisecond().div_euclid(DAY_MS);
+    let by = args.by.as_deref().map(GroupBy::parse);
+    // Effective (amortised) spend per scope and day, each charge spread over the days it covers
+    // so a monthly fee is not a one-day spike. Spend from today on is not history yet.
+    let mut daily: BTreeMap<String, BTreeMap<i64, Decimal>> = BTreeMap::new();
+    for c in CostLedger::open()?.charges(None, Some(today * DAY_MS), &[])? {
+        let scope = match &by {
+            None => "all".to_string(),
+            Some(g) => gpubroker_ledger::group_charges(std::slice::from_ref(&c), g)
+                .into_iter()
+                .next()
+                .map(|r| r.key)
+                .unwrap_or_default(),
+        };
+        let amount = fx.convert(Money::new(c.effective_cost, c.currency), currency)?.amount;
+        let (start, end) = (c.start_ms, c.end_ms.max(c.start_ms + 1).min(today * DAY_MS));
+        let span = Decimal::from(c.end_ms.max(c.start_ms + 1) - c.start_ms);
+        let mut t = start;
+        while t < end {
+            let day = t.div_euclid(DAY_MS);
+            let next = ((day + 1) * DAY_MS).min(end);
+            *daily.entry(scope.clone()).or_default().entry(day).or_default() += amount * Decimal::from(next - t) / span;
+            t = next;
+        }
+    }
+    if daily.is_empty() {
+        bail!("no spend in the ledger before today: record usage (`gpubroker usage add|import`) first");
+    }
+    let mut result = ForecastJson { currency, interval: "80%", scopes: Vec::new() };
+    for (scope, days) in &daily {
+        let first = *days.keys().next().unwrap_or(&today);
+        let history: Vec<f64> =
+            (first..today).map(|d| days.get(&d).map(|v| v.to_string().parse().unwrap_or(0.0)).unwrap_or(0.0)).collect();
+        if history.len() < 7 {
+            bail!("`{scope}`: {} day(s) of spend history; a forecast needs at least 7", history.len());
+        }
+        // Step 0 is `first`; the day-of-week season needs two weeks of history.
+        let model = SeasonalTrend::fit(&history, 7);
+        let (this_year, this_month) = month_of(today);
+        let mut months = Vec::new();
+        for k in 0..=i64::from(args.months) {
+            let m0 = this_month - 1 + k;
+            let (y, m) = (this_year + m0.div_euclid(12), m0.rem_euclid(12) + 1);
+            let month_start = days_from_civil(y, m, 1);
+            let next_start = days_from_civil(y + (m / 12), m % 12 + 1, 1);
+            let from = month_start.max(today);
+            let actual: Decimal = days.range(month_start..today.clamp(month_start, next_start)).map(|(_, v)| *v).sum();
+            let (low, point, high) = model.total((from - first) as usize, (next_start - first) as usize);
+            months.push(MonthForecast {
+                month: format!("{y:04}-{m:02}"),
+                actual: actual.round_dp(2),
+                forecast: (actual + cents(point)).round_dp(2),
+                low: (actual + cents(low)).round_dp(2),
+                high: (actual + cents(high)).round_dp(2),
+            });
+        }
+        result.scopes.push(ScopeForecast {
+            scope: scope.clone(),
+            history_days: history.len(),
+            trend_per_day: cents(model.slope),
+            months,
+        });
+    }
+    if args.json {
+        write_json(out, &result)?;
+        return Ok(ExitStatus::Success);
+    }
+    for s in &result.scopes {
+        writeln!(
+            out,
+            "{}: {} days of history, trend {} per day; 80% interval",
+            s.scope,
+            s.history_days,
+            money(s.trend_per_day, currency)
+        )?;
+        let mut t = table(&["month", "actual so far", "forecast", "low", "high"]);
+        for m in &s.months {
+            t.add_row(vec![
+                Cell::new(&m.month),
+                Cell::new(money(m.actual, currency)),
+                Cell::new(money(m.forecast, currency)),
+                Cell::new(money(m.low, currency)),
+                Cell::new(money(m.high, currency)),
+            ]);
+        }
+        align_right(&mut t, &[1, 2, 3, 4]);
+        writeln!(out, "{t}")?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_days_round_trip() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2026, 11, 29), 20_786);
+        for day in [0, 59, 60, 365, 20_786, 20_789, 21_000] {
+            let (y, m) = month_of(day);
+            assert!(days_from_civil(y, m, 1) <= day && day < days_from_civil(y + m / 12, m % 12 + 1, 1), "{day}");
+        }
+    }
+}
