@@ -80,8 +80,9 @@ pub(crate) struct CommitPlanArgs {
     /// instance type), spread over each row's charge period.
     #[arg(long)]
     pub(crate) focus: Option<PathBuf>,
-    /// Terms to consider.
-    #[arg(long, value_delimiter = ',', default_value = "1y,3y")]
+    /// Instruments to consider: 1y and 3y reservations, `committed` provider contracts
+    /// (capacity blocks, reserved clusters), `month`ly subscriptions.
+    #[arg(long, value_delimiter = ',', default_value = "1y,3y,committed,month", value_parser = ["1y", "3y", "committed", "month"])]
     pub(crate) term: Vec<String>,
     /// Providers to buy from (default: the usage's own provider, else the cheapest market).
     #[arg(long, value_delimiter = ',')]

@@ -142,11 +142,10 @@ fn market_prices(
         .iter()
         .filter(|o| o.gpu == spec.name && (providers.is_empty() || providers.contains(&o.provider)))
         .collect();
-    let mut markets: Vec<Market> = offers
-        .iter()
-        .filter(|o| o.rate.pricing == PricingModel::OnDemand)
-        .map(|o| Market { provider: o.provider.clone(), region: o.region.clone() })
-        .collect();
+    // Every region a provider prices anything in is a market (a region-less on-demand price
+    // applies there too, so a region's subscription meets the provider-wide on-demand rate).
+    let mut markets: Vec<Market> =
+        offers.iter().map(|o| Market { provider: o.provider.clone(), region: o.region.clone() }).collect();
     markets.sort();
     markets.dedup();
     let per_gpu_hour = |m: &Market, p: PricingModel| -> Option<f64> {
@@ -166,8 +165,14 @@ fn market_prices(
         .filter_map(|m| {
             let on_demand = per_gpu_hour(&m, PricingModel::OnDemand)?;
             let mut instruments = Vec::new();
-            for (term, model, long) in [("1y", PricingModel::Reserved1y, false), ("3y", PricingModel::Reserved3y, true)]
-            {
+            // Monthly subscriptions and provider contracts (capacity blocks, reserved clusters) are
+            // commitments too: a fixed price per GPU-hour, paid whether used or not.
+            for (term, model, long) in [
+                ("1y", PricingModel::Reserved1y, false),
+                ("3y", PricingModel::Reserved3y, true),
+                ("committed", PricingModel::Committed, false),
+                ("month", PricingModel::SubscriptionMonth, false),
+            ] {
                 if terms.iter().any(|t| t == term)
                     && let Some(rate) = per_gpu_hour(&m, model)
                 {
@@ -325,7 +330,11 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
                 provider: market.provider.clone(),
                 region: market.region.clone(),
                 instrument: l.instrument.clone(),
-                term: l.instrument.strip_prefix("reserved_").map(String::from),
+                term: match l.instrument.as_str() {
+                    "committed" => Some("contract".into()),
+                    "subscription_month" => Some("1 month".into()),
+                    other => other.strip_prefix("reserved_").map(String::from),
+                },
                 commit_gpus: l.commit_gpus,
                 gpu_hours: l.gpu_hours,
                 cost: l.cost,

@@ -210,3 +210,29 @@ fn growing_demand_is_forecast_and_planned_for() {
     let ahead = plan(&["--forecast-weeks", "8"]);
     assert!(committed(&ahead) > committed(&history) + 1.0, "{} vs {}", committed(&ahead), committed(&history));
 }
+
+#[test]
+fn monthly_subscriptions_count_as_commitments_in_cny() {
+    // RTX 4090s at Compshare: 6 busy 20 hours a day, 2 around the clock. A monthly
+    // subscription costs 87.6% of on-demand, so only the 2 always-busy GPUs are subscribed.
+    let mut csv = String::from("timestamp,gpu,count\n");
+    for h in 0..4 * 168i64 {
+        let t = jiff::Timestamp::from_second(1_788_220_800 + h * 3600).expect("time");
+        writeln!(csv, "{t},RTX4090,{}", if h % 24 < 20 { 6 } else { 2 }).expect("write");
+    }
+    let (_dir, path) = temp_file("demand.csv", &csv);
+    let v = json(
+        gpubroker()
+            .args(["--currency", "CNY", "commit", "plan", "--provider", "compshare", "--json", "--usage"])
+            .arg(&path),
+    );
+    assert_eq!(v["currency"], "CNY");
+    let recs = v["recommendations"].as_array().expect("recs");
+    let sub = recs.iter().find(|r| r["instrument"] == "subscription_month").unwrap_or_else(|| panic!("{recs:?}"));
+    assert_eq!(sub["term"], "1 month");
+    assert_eq!(sub["region"], "cn-wlcb");
+    assert!((sub["commit_gpus"].as_f64().expect("gpus") - 2.0).abs() < 1e-6, "{sub}");
+    let saved = v["total_on_demand_cost"].as_f64().expect("od") - v["total_expected_cost"].as_f64().expect("cost");
+    // 2 GPUs x 672 h x (1.67 - 1068/730) CNY.
+    assert!((saved - 2.0 * 672.0 * (1.67 - 1068.0 / 730.0)).abs() < 0.5, "{saved}");
+}
