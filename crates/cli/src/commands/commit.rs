@@ -109,7 +109,10 @@ fn demand_from_charges(charges: &[Charge], default_interruptible: f64) -> BTreeM
             let share = (next.min(c.end_ms) - t) as f64 / 3_600_000.0;
             let cell = cells.entry(((c.gpu.clone(), c.provider.clone()), hour)).or_default();
             cell.0 += c.gpu_count as f64 * share;
-            cell.1 += c.gpu_count as f64 * share * default_interruptible;
+            // Work that already ran on spot tolerates interruption; the rest takes the flag.
+            let spot = c.pricing.eq_ignore_ascii_case("spot") || c.pricing.eq_ignore_ascii_case("dynamic"); // FOCUS PricingCategory
+            let interruptible = if spot { 1.0 } else { default_interruptible };
+            cell.1 += c.gpu_count as f64 * share * interruptible;
             t = next;
         }
     }

@@ -123,9 +123,9 @@ fn what_if_prices_replace_the_catalog() {
 #[test]
 fn ledger_usage_is_planned_at_its_own_provider() {
     let home = tempfile::tempdir().expect("home");
-    for (id, start, end) in
-        [("a", "2026-10-01T00:00:00Z", "2026-11-28T00:00:00Z"), ("b", "2026-10-01T00:00:00Z", "2026-11-28T00:00:00Z")]
-    {
+    // Two GPUs on-demand and one on spot, around the clock.
+    for (id, pricing) in [("a", "on_demand"), ("b", "on_demand"), ("c", "spot")] {
+        let (start, end) = ("2026-10-01T00:00:00Z", "2026-11-28T00:00:00Z");
         let out = run(gpubroker().env("GPUBROKER_HOME", home.path()).args([
             "usage",
             "add",
@@ -143,6 +143,8 @@ fn ledger_usage_is_planned_at_its_own_provider() {
             end,
             "--hourly-rate",
             "11 USD",
+            "--pricing",
+            pricing,
         ]));
         assert_eq!(out.code, 0, "{}", out.stderr);
     }
@@ -151,7 +153,33 @@ fn ledger_usage_is_planned_at_its_own_provider() {
     assert!(recs.iter().all(|r| r["provider"] == "gcp"), "{recs:?}");
     let committed: f64 =
         recs.iter().filter(|r| r["instrument"] != "on_demand").map(|r| r["commit_gpus"].as_f64().expect("gpus")).sum();
-    assert!((committed - 2.0).abs() < 1e-6, "{recs:?}");
+    // gcp's 3-year rate is below its spot price: all three always-busy GPUs are committed.
+    assert!((committed - 3.0).abs() < 1e-6, "{recs:?}");
+    // Where commitments cost more than spot, what ran on spot (job metadata) stays on spot.
+    let dear = json(gpubroker().env("GPUBROKER_HOME", home.path()).args([
+        "commit",
+        "plan",
+        "--json",
+        "--gpu",
+        "H100",
+        "--on-demand-price",
+        "11",
+        "--commit-price",
+        "1y=9",
+    ]));
+    let spot_share = dear["recommendations"][0]["spot_share"].as_f64().expect("spot share");
+    assert!((spot_share - 1.0 / 3.0).abs() < 1e-6, "{dear}");
+
+    // The same demand through a FOCUS bill (`cost export`, read back in another data dir):
+    // GPU type, count, provider and pricing survive the round trip, so the plan is the same.
+    let bill = home.path().join("bill.csv");
+    let out = run(gpubroker().env("GPUBROKER_HOME", home.path()).args(["cost", "export", "-o"]).arg(&bill));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let other = tempfile::tempdir().expect("other home");
+    let from_focus =
+        json(gpubroker().env("GPUBROKER_HOME", other.path()).args(["commit", "plan", "--json", "--focus"]).arg(&bill));
+    assert_eq!(from_focus["recommendations"], v["recommendations"]);
+    assert_eq!(from_focus["total_expected_cost"], v["total_expected_cost"]);
 }
 
 #[test]
