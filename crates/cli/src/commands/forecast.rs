@@ -7,6 +7,7 @@ use std::io::Write;
 use anyhow::{Result, bail};
 use comfy_table::Cell;
 use gpubroker_core::forecast::SeasonalTrend;
+use gpubroker_core::units::{days_from_civil, year_month_of_day as month_of};
 use gpubroker_core::{Currency, Decimal, Money};
 use gpubroker_ledger::GroupBy;
 use serde::Serialize;
@@ -18,27 +19,6 @@ use crate::context::Context;
 use crate::output::{align_right, money, table, write_json};
 
 const DAY_MS: i64 = 86_400_000;
-
-/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
-    era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
-}
-
-/// (year, month) of a day number.
-fn month_of(day: i64) -> (i64, i64) {
-    let z = day + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m)
-}
 
 #[derive(Serialize)]
 struct MonthForecast {
@@ -167,19 +147,4 @@ pub(crate) fn forecast(ctx: &Context, args: &CostForecastArgs, out: &mut impl Wr
         writeln!(out, "{t}")?;
     }
     Ok(ExitStatus::Success)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn civil_days_round_trip() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2026, 11, 29), 20_786);
-        for day in [0, 59, 60, 365, 20_786, 20_789, 21_000] {
-            let (y, m) = month_of(day);
-            assert!(days_from_civil(y, m, 1) <= day && day < days_from_civil(y + m / 12, m % 12 + 1, 1), "{day}");
-        }
-    }
 }

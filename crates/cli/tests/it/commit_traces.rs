@@ -7,6 +7,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use gpubroker_core::units::days_from_civil;
+
 use crate::common::{gpubroker, json, repo, shared};
 
 /// Hourly GPU demand (GPUs in use, averaged over each hour) from [start, end) seconds intervals.
@@ -48,15 +50,6 @@ fn alibaba_serving(dir: &Path) -> Vec<f64> {
         rows.push((start, end, gpus));
     }
     hourly(&rows, span)
-}
-
-/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
-    era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
 }
 
 /// Philly: every job's GPUs from submission for its duration (times taken as UTC).
