@@ -197,6 +197,15 @@ fn bad_demand_rows_name_the_line_and_field() {
     let out = run(gpubroker().args(["commit", "plan", "--usage"]).arg(&unknown));
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("no on-demand price for `NoSuchGPU`"), "{}", out.stderr);
+    // Beside a priced GPU, an unpriced one is left out with a warning, not fatal.
+    let (_dir, mixed) =
+        temp_file("demand.csv", "timestamp,gpu,count\n2026-09-01T00:00:00Z,NoSuchGPU,4\n2026-09-01T00:00:00Z,H100,4\n");
+    let out = run(gpubroker().args(["commit", "plan", "--json", "--usage"]).arg(&mixed));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("warning: no on-demand price for `NoSuchGPU`"), "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(v["left_out"], serde_json::json!(["NoSuchGPU"]));
+    assert_eq!(v["plans"][0]["gpu"], "H100");
 }
 
 #[test]
