@@ -96,6 +96,10 @@ pub(crate) struct CommitPlanArgs {
     /// What-if: commitment prices per GPU-hour, `1y=P1,3y=P3`.
     #[arg(long)]
     pub(crate) commit_price: Option<String>,
+    /// What-if: a commitment + overage contract for `--gpu`, `min=GPU-HOURS,rate=P,overage=P`
+    /// (the smallest monthly block, its price and the price beyond it, per GPU-hour).
+    #[arg(long, requires = "gpu")]
+    pub(crate) contract: Option<String>,
     /// Share of the demand that may run on spot, when the CSV has no `interruptible` column.
     #[arg(long, default_value_t = 0.0)]
     pub(crate) interruptible: f64,

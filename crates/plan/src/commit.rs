@@ -139,6 +139,38 @@ pub fn plan_gpu(
     prices: &GpuPrices,
     settings: &CommitSettings,
 ) -> GpuPlan {
+    plan_gpu_with_contract(gpu, hourly, interruptible, prices, settings, None)
+}
+
+/// [`plan_gpu`] where a commitment + overage contract is on offer too: the plan with the
+/// contract (block size chosen jointly with the hourly commitments) or without it, whichever
+/// costs less. Signing is a yes/no decision, so the two are solved apart rather than in one LP.
+pub fn plan_gpu_with_contract(
+    gpu: &str,
+    hourly: &[f64],
+    interruptible: f64,
+    prices: &GpuPrices,
+    settings: &CommitSettings,
+    contract: Option<&BlockContract>,
+) -> GpuPlan {
+    let without = plan_gpu_given(gpu, hourly, interruptible, prices, settings, None);
+    match contract {
+        None => without,
+        Some(b) => {
+            let with = plan_gpu_given(gpu, hourly, interruptible, prices, settings, Some(b));
+            if with.expected_cost < without.expected_cost { with } else { without }
+        }
+    }
+}
+
+fn plan_gpu_given(
+    gpu: &str,
+    hourly: &[f64],
+    interruptible: f64,
+    prices: &GpuPrices,
+    settings: &CommitSettings,
+    block: Option<&BlockContract>,
+) -> GpuPlan {
     let hours = hourly.len();
     let od = prices.on_demand;
     let total_demand: f64 = hourly.iter().sum();
@@ -152,12 +184,47 @@ pub fn plan_gpu(
     let base: Vec<f64> = hourly.iter().map(|u| u * (1.0 - spot_share)).collect();
     let spot_hours = total_demand * spot_share;
     let spot_cost = spot_hours * prices.spot.unwrap_or(od);
-    let commits = solve(&base, prices, settings);
+    let (commits, block_size) = solve(&base, prices, settings, block);
     let committed: f64 = commits.iter().sum();
     let covered: f64 = base.iter().map(|u| u.min(committed)).sum();
     let over: f64 = base.iter().map(|u| (u - committed).max(0.0)).sum();
     let mut lines = Vec::new();
-    let mut expected = spot_cost + over * od;
+    let mut expected = spot_cost;
+    // What the hourly commitments leave: on-demand, or the contract's block and overage.
+    let (on_demand_hours, block_line, overage_line) = match block {
+        None => (over, None, None),
+        Some(b) => {
+            let mut block_cost = 0.0;
+            let mut beyond = 0.0;
+            let mut in_block = 0.0;
+            for month in base.chunks(HOURS_PER_MONTH as usize) {
+                let weight = month.len() as f64 / HOURS_PER_MONTH;
+                let residual: f64 = month.iter().map(|u| (u - committed).max(0.0)).sum();
+                block_cost += b.rate * weight * block_size;
+                beyond += (residual - weight * block_size).max(0.0);
+                in_block += residual.min(weight * block_size);
+            }
+            expected += block_cost + beyond * b.overage;
+            let block_line = Recommendation {
+                gpu: gpu.into(),
+                instrument: b.name.clone(),
+                commit_gpus: block_size / HOURS_PER_MONTH,
+                gpu_hours: in_block,
+                cost: block_cost,
+                break_even_utilization: Some(b.rate / b.overage.min(od)),
+            };
+            let overage_line = (beyond > 0.0).then(|| Recommendation {
+                gpu: gpu.into(),
+                instrument: format!("{}_overage", b.name),
+                commit_gpus: 0.0,
+                gpu_hours: beyond,
+                cost: beyond * b.overage,
+                break_even_utilization: None,
+            });
+            (0.0, Some(block_line), overage_line)
+        }
+    };
+    expected += on_demand_hours * od;
     for (inst, c) in prices.instruments.iter().zip(&commits) {
         if *c > 1e-9 {
             let cost = c * inst.rate * hours as f64;
@@ -182,13 +249,15 @@ pub fn plan_gpu(
             break_even_utilization: None,
         });
     }
-    if over > 0.0 {
+    lines.extend(block_line);
+    lines.extend(overage_line);
+    if on_demand_hours > 0.0 {
         lines.push(Recommendation {
             gpu: gpu.into(),
             instrument: "on_demand".into(),
             commit_gpus: 0.0,
-            gpu_hours: over,
-            cost: over * od,
+            gpu_hours: on_demand_hours,
+            cost: on_demand_hours * od,
             break_even_utilization: None,
         });
     }
@@ -207,15 +276,28 @@ pub fn plan_gpu(
     }
 }
 
-/// The commitment per instrument: a linear program over the demand's distinct levels.
-fn solve(base: &[f64], prices: &GpuPrices, settings: &CommitSettings) -> Vec<f64> {
-    let n = prices.instruments.len();
-    if base.is_empty() || n == 0 {
-        return vec![0.0; n];
-    }
-    // Distinct demand levels with their hour counts (the cost ignores the order of hours).
+/// Hours in a billing month of a block contract (365 × 24 / 12).
+pub const HOURS_PER_MONTH: f64 = 730.0;
+
+/// A commitment + overage contract: at least `min_gpu_hours` GPU-hours a month paid at `rate`
+/// whether used or not, every GPU-hour beyond the block at `overage` (the provider's negotiated
+/// rate, instead of on-demand). Unlike an hourly reservation the block is pooled over the month.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BlockContract {
+    /// Name shown on the plan line.
+    pub name: String,
+    /// Price per GPU-hour of the block.
+    pub rate: f64,
+    /// Price per GPU-hour beyond the block.
+    pub overage: f64,
+    /// Smallest block the provider sells, GPU-hours per month.
+    pub min_gpu_hours: f64,
+}
+
+/// Distinct demand levels with their hour counts (the cost ignores the order of hours).
+fn levels_of(hours: &[f64]) -> Vec<(f64, f64)> {
     let mut levels: Vec<(f64, f64)> = Vec::new();
-    let mut sorted = base.to_vec();
+    let mut sorted = hours.to_vec();
     sorted.sort_by(f64::total_cmp);
     for u in sorted {
         match levels.last_mut() {
@@ -223,12 +305,35 @@ fn solve(base: &[f64], prices: &GpuPrices, settings: &CommitSettings) -> Vec<f64
             _ => levels.push((u, 1.0)),
         }
     }
+    levels
+}
+
+/// The commitment per instrument (and the monthly block, with a contract): a linear program
+/// over the demand's distinct levels. Without a contract the levels of the whole history
+/// suffice; a block is pooled per month, so with one the levels are taken month by month.
+fn solve(
+    base: &[f64],
+    prices: &GpuPrices,
+    settings: &CommitSettings,
+    block: Option<&BlockContract>,
+) -> (Vec<f64>, f64) {
+    let n = prices.instruments.len();
+    if base.is_empty() || (n == 0 && block.is_none()) {
+        return (vec![0.0; n], 0.0);
+    }
+    // (weight in months, levels) per group.
+    let groups: Vec<(f64, Vec<(f64, f64)>)> = match block {
+        None => vec![(base.len() as f64 / HOURS_PER_MONTH, levels_of(base))],
+        Some(_) => {
+            base.chunks(HOURS_PER_MONTH as usize).map(|m| (m.len() as f64 / HOURS_PER_MONTH, levels_of(m))).collect()
+        }
+    };
     let hours = base.len() as f64;
     let recent = &base[base.len().saturating_sub(settings.short_lookback_hours.max(1))..];
     let cheapest = prices.instruments.iter().map(|i| i.rate).fold(f64::INFINITY, f64::min);
     // Guard: never commit more in total than the recent window alone would justify.
     let peak = base.iter().copied().fold(0.0, f64::max);
-    let (recent_cap, long_base) = if settings.guards {
+    let (recent_cap, long_base) = if settings.guards && n > 0 {
         (single_instrument(recent, cheapest, prices.on_demand), quantile(base, 0.10))
     } else {
         (peak, peak)
@@ -239,30 +344,90 @@ fn solve(base: &[f64], prices: &GpuPrices, settings: &CommitSettings) -> Vec<f64
         .iter()
         .map(|i| vars.add(variable().min(0.0).max(if i.long_term { long_base.min(recent_cap) } else { recent_cap })))
         .collect();
-    let over: Vec<_> = levels.iter().map(|_| vars.add(variable().min(0.0))).collect();
-    let unused: Vec<_> = levels.iter().map(|_| vars.add(variable().min(0.0))).collect();
+    let over: Vec<Vec<_>> =
+        groups.iter().map(|(_, l)| l.iter().map(|_| vars.add(variable().min(0.0))).collect()).collect();
+    let unused: Vec<Vec<_>> =
+        groups.iter().map(|(_, l)| l.iter().map(|_| vars.add(variable().min(0.0))).collect()).collect();
     let total: Expression = c.iter().copied().sum();
     let mut objective = Expression::from(0.0);
     for (i, inst) in prices.instruments.iter().enumerate() {
         objective += inst.rate * hours * c[i];
     }
-    for (k, (_, count)) in levels.iter().enumerate() {
-        objective += prices.on_demand * *count * over[k];
+    // With a contract, the block (GPU-hours a month) and each month's GPU-hours beyond it.
+    let block_vars = block.map(|b| {
+        let size = vars.add(variable().min(b.min_gpu_hours));
+        let beyond: Vec<_> = groups.iter().map(|_| vars.add(variable().min(0.0))).collect();
+        (b, size, beyond)
+    });
+    for (g, (weight, levels)) in groups.iter().enumerate() {
+        let residual: Expression = levels.iter().enumerate().map(|(k, (_, count))| *count * over[g][k]).sum();
+        match &block_vars {
+            None => objective += prices.on_demand * residual,
+            Some((b, size, beyond)) => {
+                objective += b.rate * *weight * *size + b.overage * beyond[g];
+            }
+        }
     }
     let mut model = vars.minimise(objective).using(default_solver);
-    for (k, (u, _)) in levels.iter().enumerate() {
-        model = model.with(constraint!(over[k] >= *u - total.clone()));
-        model = model.with(constraint!(unused[k] >= total.clone() - *u));
+    for (g, (weight, levels)) in groups.iter().enumerate() {
+        for (k, (u, _)) in levels.iter().enumerate() {
+            model = model.with(constraint!(over[g][k] >= *u - total.clone()));
+            model = model.with(constraint!(unused[g][k] >= total.clone() - *u));
+        }
+        if let Some((_, size, beyond)) = &block_vars {
+            let residual: Expression = levels.iter().enumerate().map(|(k, (_, count))| *count * over[g][k]).sum();
+            model = model.with(constraint!(beyond[g] >= residual - *weight * *size));
+        }
     }
-    model = model.with(constraint!(total.clone() <= recent_cap));
+    if n > 0 {
+        model = model.with(constraint!(total.clone() <= recent_cap));
+    }
     if let Some(limit) = settings.max_unused_gpu_hours {
-        let expected_unused: Expression = levels.iter().enumerate().map(|(k, (_, count))| *count * unused[k]).sum();
+        let expected_unused: Expression = groups
+            .iter()
+            .enumerate()
+            .flat_map(|(g, (_, levels))| levels.iter().enumerate().map(move |(k, (_, count))| (g, k, *count)))
+            .map(|(g, k, count)| count * unused[g][k])
+            .sum();
         model = model.with(constraint!(expected_unused <= limit));
     }
     match model.solve() {
-        Ok(solution) => c.iter().map(|v| solution.value(*v).max(0.0)).collect(),
-        Err(_) => vec![0.0; n],
+        Ok(solution) => (
+            c.iter().map(|v| solution.value(*v).max(0.0)).collect(),
+            block_vars.map(|(_, size, _)| solution.value(size).max(0.0)).unwrap_or(0.0),
+        ),
+        Err(_) => (vec![0.0; n], block.map(|b| b.min_gpu_hours).unwrap_or(0.0)),
     }
+}
+
+/// What a plan's commitments (its hourly levels and contract block, fixed when it was made)
+/// cost on other demand `hourly`: the backtest's held-out evaluation.
+pub fn cost_of_plan_on(plan: &GpuPlan, hourly: &[f64], prices: &GpuPrices, contract: Option<&BlockContract>) -> f64 {
+    let od = prices.on_demand;
+    let total: f64 = hourly.iter().sum();
+    let spot = total * plan.spot_share * prices.spot.unwrap_or(od);
+    let base: Vec<f64> = hourly.iter().map(|u| u * (1.0 - plan.spot_share)).collect();
+    let mut cost = spot;
+    let mut committed = 0.0;
+    for line in &plan.lines {
+        if let Some(inst) = prices.instruments.iter().find(|i| i.name == line.instrument) {
+            committed += line.commit_gpus;
+            cost += line.commit_gpus * inst.rate * hourly.len() as f64;
+        }
+    }
+    let block = contract
+        .and_then(|b| plan.lines.iter().find(|l| l.instrument == b.name).map(|l| (b, l.commit_gpus * HOURS_PER_MONTH)));
+    for month in base.chunks(HOURS_PER_MONTH as usize) {
+        let residual: f64 = month.iter().map(|u| (u - committed).max(0.0)).sum();
+        match block {
+            None => cost += residual * od,
+            Some((b, size)) => {
+                let weight = month.len() as f64 / HOURS_PER_MONTH;
+                cost += b.rate * weight * size + b.overage * (residual - weight * size).max(0.0);
+            }
+        }
+    }
+    cost
 }
 
 /// Demand expected over the next weeks: the mean GPUs in use with its 80% interval, and the
@@ -355,6 +520,25 @@ mod tests {
             prop_assert!(plan.expected_cost <= plan.on_demand_cost + 1e-6);
         }
 
+        /// A commitment + overage contract alone: the block the LP picks costs what the best
+        /// block found by brute force over every size costs (the optimum sits at a month's
+        /// residual, so whole GPU-hours cover it), and signing never costs more than not.
+        #[test]
+        fn block_contract_matches_brute_force(months in proptest::collection::vec(proptest::collection::vec(0u32..12, 1..4), 1..5), rate in 50u32..95, overage in 80u32..100, min in 0u32..2000) {
+            let od = 2.0;
+            // Each month: 730 hours cycling through its demand levels.
+            let hourly: Vec<f64> = months.iter().flat_map(|levels| (0..730).map(move |h| levels[h % levels.len()] as f64)).collect();
+            let b = BlockContract { name: "contract".into(), rate: od * rate as f64 / 100.0, overage: od * overage as f64 / 100.0, min_gpu_hours: min as f64 };
+            let prices = GpuPrices { on_demand: od, spot: None, instruments: Vec::new() };
+            let plan = plan_gpu_with_contract("X", &hourly, 0.0, &prices, &CommitSettings::default(), Some(&b));
+            let residuals: Vec<f64> = hourly.chunks(730).map(|m| m.iter().sum()).collect();
+            let cost = |size: f64| residuals.iter().map(|r| b.rate * size + b.overage * (r - size).max(0.0)).sum::<f64>();
+            let top = residuals.iter().copied().fold(0.0, f64::max) as u32;
+            let brute = (min..=top.max(min)).map(|size| cost(size as f64)).fold(f64::INFINITY, f64::min);
+            let best = brute.min(od * hourly.iter().sum::<f64>());
+            prop_assert!((plan.expected_cost - best).abs() <= 1e-6 * best.max(1.0), "LP {} vs brute {}", plan.expected_cost, best);
+        }
+
         /// Without guards the planner is the hindsight optimum: no guarded plan (any lookback,
         /// a 3-year cap, a risk limit) costs less on the same demand.
         #[test]
@@ -390,6 +574,37 @@ mod tests {
         let min = path.iter().copied().fold(f64::INFINITY, f64::min);
         let max = path.iter().copied().fold(0.0, f64::max);
         assert!(min > 17.5 && (max - min) > 6.0 && (max - min) < 10.0, "{min} {max}");
+    }
+
+    #[test]
+    fn a_contract_takes_the_residual_above_hourly_commitments() {
+        // 8 GPUs always, 20 for 8 hours a day: reservations cover the 8; a contract with a
+        // 70%-of-on-demand block and 85% overage takes the peaks' 2,920 GPU-hours a month.
+        let hourly: Vec<f64> = (0..730 * 2).map(|h| if h % 24 < 8 { 20.0 } else { 8.0 }).collect();
+        let prices = GpuPrices {
+            on_demand: 2.0,
+            spot: None,
+            instruments: vec![Instrument { name: "reserved_1y".into(), rate: 1.2, long_term: false }],
+        };
+        let b = BlockContract { name: "contract".into(), rate: 1.4, overage: 1.7, min_gpu_hours: 1000.0 };
+        let plan = plan_gpu_with_contract("X", &hourly, 0.0, &prices, &CommitSettings::default(), Some(&b));
+        let line = |name: &str| plan.lines.iter().find(|l| l.instrument == name);
+        assert!((line("reserved_1y").expect("reserved").commit_gpus - 8.0).abs() < 1e-6, "{plan:?}");
+        let block = line("contract").expect("contract");
+        // The two 730-hour months hold 31 and 29 peak windows' worth of residual: the block
+        // (break-even 1.4/1.7 = 82% > half the months) is the smaller, the rest is overage.
+        let residuals: Vec<f64> = hourly.chunks(730).map(|m| m.iter().map(|u| u - 8.0).sum()).collect();
+        let smaller = residuals.iter().copied().fold(f64::INFINITY, f64::min);
+        assert!((block.commit_gpus * HOURS_PER_MONTH - smaller).abs() < 1e-6, "{residuals:?} {plan:?}");
+        let overage = line("contract_overage").expect("overage");
+        let larger = residuals.iter().copied().fold(0.0, f64::max);
+        assert!((overage.gpu_hours - (larger - smaller)).abs() < 1e-6, "{plan:?}");
+        assert!(line("on_demand").is_none(), "{plan:?}");
+        let without = plan_gpu("X", &hourly, 0.0, &prices, &CommitSettings::default());
+        assert!(plan.expected_cost < without.expected_cost);
+        // Re-costing a plan on its own demand gives its expected cost, with or without a contract.
+        assert!((cost_of_plan_on(&plan, &hourly, &prices, Some(&b)) - plan.expected_cost).abs() < 1e-6);
+        assert!((cost_of_plan_on(&without, &hourly, &prices, None) - without.expected_cost).abs() < 1e-6);
     }
 
     #[test]

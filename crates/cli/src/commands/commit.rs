@@ -8,8 +8,8 @@ use comfy_table::Cell;
 use gpubroker_core::units::parse_duration_s;
 use gpubroker_core::{Currency, PricingModel};
 use gpubroker_plan::commit::{
-    CommitSettings, DemandForecast, GpuPlan, GpuPrices, Instrument, cost_with_commitment, forecast_demand,
-    forecast_path, plan_gpu,
+    BlockContract, CommitSettings, DemandForecast, GpuPlan, GpuPrices, Instrument, cost_of_plan_on, forecast_demand,
+    forecast_path, plan_gpu_with_contract,
 };
 use serde::Serialize;
 
@@ -290,6 +290,13 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
         backtest: Vec::new(),
         left_out: Vec::new(),
     };
+    let contract = args.contract.as_deref().map(parse_contract).transpose()?;
+    // The contract is offered for the `--gpu` type only.
+    let contract_for = |gpu: &str| -> Option<&BlockContract> {
+        let named = args.gpu.as_deref()?;
+        let same = named == gpu || ctx.catalog.gpu(named).map(|s| &s.name) == ctx.catalog.gpu(gpu).map(|s| &s.name);
+        if same { contract.as_ref() } else { None }
+    };
     let mut unpriced = Vec::new();
     for ((gpu, provider), d) in &demand {
         // Planned on: the history, then (if asked) the forecast path of the next weeks.
@@ -325,7 +332,8 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
             .into_iter()
             .filter(|(_, p)| p.on_demand > 0.0)
             .map(|(m, prices)| {
-                let plan = plan_gpu(gpu, &planned, d.interruptible, &prices, &settings);
+                let plan =
+                    plan_gpu_with_contract(gpu, &planned, d.interruptible, &prices, &settings, contract_for(gpu));
                 (m, prices, plan)
             })
             .min_by(|a, b| a.2.expected_cost.total_cmp(&b.2.expected_cost));
@@ -347,6 +355,7 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
                 instrument: l.instrument.clone(),
                 term: match l.instrument.as_str() {
                     "committed" => Some("contract".into()),
+                    "contract" => Some("1 month, pooled".into()),
                     "subscription_month" => Some("1 month".into()),
                     other => other.strip_prefix("reserved_").map(String::from),
                 },
@@ -368,25 +377,18 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
             let split = (weeks as usize * 168).min(d.hourly.len());
             let (train, test) = d.hourly.split_at(split);
             if !train.is_empty() && !test.is_empty() {
-                let trained = plan_gpu(gpu, train, d.interruptible, &prices, &settings);
-                let hindsight = plan_gpu(
+                let trained =
+                    plan_gpu_with_contract(gpu, train, d.interruptible, &prices, &settings, contract_for(gpu));
+                let hindsight = plan_gpu_with_contract(
                     gpu,
                     test,
                     d.interruptible,
                     &prices,
                     &CommitSettings { guards: false, max_unused_gpu_hours: None, ..settings.clone() },
+                    contract_for(gpu),
                 );
                 // Cost of the trained commitments on the held-out demand.
-                let spot_cost = test.iter().sum::<f64>() * trained.spot_share * prices.spot.unwrap_or(prices.on_demand);
-                let base: Vec<f64> = test.iter().map(|u| u * (1.0 - trained.spot_share)).collect();
-                let committed: f64 = trained.lines.iter().map(|l| l.commit_gpus).sum();
-                let commit_rate = if committed > 0.0 {
-                    trained.lines.iter().map(|l| l.commit_gpus * rate_of(&prices, &l.instrument)).sum::<f64>()
-                        / committed
-                } else {
-                    0.0
-                };
-                let plan_cost = spot_cost + cost_with_commitment(&base, committed, commit_rate, prices.on_demand);
+                let plan_cost = cost_of_plan_on(&trained, test, &prices, contract_for(gpu));
                 let od = test.iter().sum::<f64>() * prices.on_demand;
                 result.backtest.push(BacktestJson {
                     gpu: gpu.clone(),
@@ -503,13 +505,33 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
     Ok(ExitStatus::Success)
 }
 
+/// `min=GPU-HOURS,rate=P,overage=P`.
+fn parse_contract(text: &str) -> Result<BlockContract> {
+    let mut fields: BTreeMap<&str, f64> = BTreeMap::new();
+    for part in text.split(',') {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| anyhow!("`--contract {text}`: expected min=GPU-HOURS,rate=P,overage=P"))?;
+        let v: f64 = v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| anyhow!("`--contract`: {k}=`{v}` is not a non-negative number"))?;
+        fields.insert(k.trim(), v);
+    }
+    let get = |k: &str| fields.get(k).copied().ok_or_else(|| anyhow!("`--contract {text}`: missing `{k}=`"));
+    Ok(BlockContract {
+        name: "contract".into(),
+        rate: get("rate")?,
+        overage: get("overage")?,
+        min_gpu_hours: get("min")?,
+    })
+}
+
 /// Float noise (`-0.0`, `-1e-15`) printed as 0.
 fn tidy(percent: f64) -> f64 {
     if percent.abs() < 1e-9 { 0.0 } else { percent }
-}
-
-fn rate_of(prices: &GpuPrices, instrument: &str) -> f64 {
-    prices.instruments.iter().find(|i| i.name == instrument).map(|i| i.rate).unwrap_or(prices.on_demand)
 }
 
 /// Daily mean demand as a bar chart, with the commitment level marked.

@@ -273,3 +273,28 @@ fn monthly_subscriptions_count_as_commitments_in_cny() {
     // 2 GPUs x 672 h x (1.67 - 1068/730) CNY.
     assert!((saved - 2.0 * 672.0 * (1.67 - 1068.0 / 730.0)).abs() < 0.5, "{saved}");
 }
+
+#[test]
+fn a_commitment_and_overage_contract_takes_the_peaks() {
+    // 8 GPUs always, 16 on weekday office hours; reservations at 63% of on-demand cover the 8,
+    // a contract (block at 70%, overage at 83%) takes the peaks instead of on-demand.
+    let (_dir, path) = temp_file("demand.csv", &demand_csv(8, 8, 8, 99, 0));
+    let args = ["commit", "plan", "--json", "--gpu", "H100", "--on-demand-price", "3", "--commit-price", "1y=1.9"];
+    let without = json(gpubroker().args(args).arg("--usage").arg(&path));
+    let with = json(gpubroker().args(args).args(["--contract", "min=1000,rate=2.1,overage=2.5", "--usage"]).arg(&path));
+    let recs = with["recommendations"].as_array().expect("recs");
+    let contract = recs.iter().find(|r| r["instrument"] == "contract").unwrap_or_else(|| panic!("{recs:?}"));
+    assert_eq!(contract["term"], "1 month, pooled");
+    assert!(recs.iter().all(|r| r["instrument"] != "on_demand"), "{recs:?}");
+    assert!(
+        with["total_expected_cost"].as_f64().expect("with") < without["total_expected_cost"].as_f64().expect("without")
+    );
+    // A block too large to pay off is not signed.
+    let dear =
+        json(gpubroker().args(args).args(["--contract", "min=100000,rate=2.1,overage=2.5", "--usage"]).arg(&path));
+    assert_eq!(dear["total_expected_cost"], without["total_expected_cost"]);
+    let out =
+        run(gpubroker().args(["commit", "plan", "--contract", "min=1,rate=2", "--gpu", "H100", "--usage"]).arg(&path));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("missing `overage=`"), "{}", out.stderr);
+}
