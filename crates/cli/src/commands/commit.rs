@@ -72,7 +72,7 @@ fn read_demand_csv(path: &std::path::Path, default_interruptible: f64) -> Result
         cell.0 += count;
         cell.1 += count * share;
     }
-    Ok(into_series(cells))
+    into_series(cells)
 }
 
 /// (count, interruptible count) per hour, per demand series. Hashed, not ordered: a year of
@@ -80,12 +80,22 @@ fn read_demand_csv(path: &std::path::Path, default_interruptible: f64) -> Result
 type Cells = HashMap<DemandKey, HashMap<i64, (f64, f64)>>;
 
 /// Dense hourly series from the cells; hours with no row count as zero demand.
-fn into_series(cells: Cells) -> BTreeMap<DemandKey, Demand> {
+fn into_series(cells: Cells) -> Result<BTreeMap<DemandKey, Demand>> {
     cells
         .into_iter()
         .map(|(key, hours)| {
             let first = hours.keys().copied().min().unwrap_or(0);
             let last = hours.keys().copied().max().unwrap_or(0);
+            // A mistyped year would otherwise ask for gigabytes of empty hours.
+            if last - first >= MAX_HISTORY_HOURS {
+                let at = |h: i64| jiff::Timestamp::from_second(h * 3600).map(|t| t.to_string()).unwrap_or_default();
+                bail!(
+                    "`{}` demand spans {} to {}: more than 10 years of hourly history; check the timestamps",
+                    key.0,
+                    at(first),
+                    at(last)
+                );
+            }
             let mut hourly = vec![0.0; (last - first + 1) as usize];
             let (mut total, mut flex) = (0.0, 0.0);
             for (h, (c, f)) in hours {
@@ -93,18 +103,24 @@ fn into_series(cells: Cells) -> BTreeMap<DemandKey, Demand> {
                 total += c;
                 flex += f;
             }
-            (key, Demand { hourly, interruptible: if total > 0.0 { flex / total } else { 0.0 } })
+            Ok((key, Demand { hourly, interruptible: if total > 0.0 { flex / total } else { 0.0 } }))
         })
         .collect()
 }
 
+/// Ten years of hours.
+const MAX_HISTORY_HOURS: i64 = 10 * 8766;
+
 /// GPU-hours of metered charges (the ledger's, or a FOCUS file's), spread over the hours each
 /// charge period covers.
-fn demand_from_charges(charges: &[Charge], default_interruptible: f64) -> BTreeMap<DemandKey, Demand> {
+fn demand_from_charges(charges: &[Charge], default_interruptible: f64) -> Result<BTreeMap<DemandKey, Demand>> {
     let mut cells = Cells::new();
     for c in charges {
         if c.gpu.is_empty() || c.gpu_count == 0 {
             continue;
+        }
+        if c.end_ms - c.start_ms > MAX_HISTORY_HOURS * 3_600_000 {
+            bail!("charge `{}` runs more than 10 years; check its start and end", c.key);
         }
         let mut t = c.start_ms;
         while t < c.end_ms {
@@ -251,14 +267,17 @@ struct PlanJson {
 }
 
 pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -> Result<ExitStatus> {
+    if args.max_unused.is_some_and(|m| m.is_nan() || m < 0.0) {
+        bail!("`--max-unused` must be a number of GPU-hours >= 0");
+    }
     if !(0.0..=1.0).contains(&args.interruptible) {
         bail!("`--interruptible {}` must be a share between 0 and 1", args.interruptible);
     }
     let currency = ctx.currency.unwrap_or(Currency::USD);
     let demand = match (&args.usage, &args.focus) {
         (Some(p), _) => read_demand_csv(p, args.interruptible)?,
-        (None, Some(p)) => demand_from_charges(&read_focus(&ctx.catalog, p)?, args.interruptible),
-        (None, None) => demand_from_charges(&CostLedger::open()?.charges(None, None, &[])?, args.interruptible),
+        (None, Some(p)) => demand_from_charges(&read_focus(&ctx.catalog, p)?, args.interruptible)?,
+        (None, None) => demand_from_charges(&CostLedger::open()?.charges(None, None, &[])?, args.interruptible)?,
     };
     if demand.is_empty() {
         bail!(

@@ -197,6 +197,12 @@ fn bad_demand_rows_name_the_line_and_field() {
     let out = run(gpubroker().args(["commit", "plan", "--usage"]).arg(&unknown));
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("no on-demand price for `NoSuchGPU`"), "{}", out.stderr);
+    // A mistyped year is caught before it allocates decades of empty hours.
+    let (_dir, typo) =
+        temp_file("demand.csv", "timestamp,gpu,count\n2026-09-01T00:00:00Z,H100,4\n9026-09-01T00:00:00Z,H100,4\n");
+    let out = run(gpubroker().args(["commit", "plan", "--usage"]).arg(&typo));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("more than 10 years"), "{}", out.stderr);
     // Beside a priced GPU, an unpriced one is left out with a warning, not fatal.
     let (_dir, mixed) =
         temp_file("demand.csv", "timestamp,gpu,count\n2026-09-01T00:00:00Z,NoSuchGPU,4\n2026-09-01T00:00:00Z,H100,4\n");
