@@ -495,7 +495,11 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
         writeln!(
             out,
             "forecast, next {} weeks: {:.1} GPUs on average (80%: {:.1}-{:.1}), trend {:+.2} GPUs/week",
-            forecast.weeks, forecast.mean_gpus, forecast.low_gpus, forecast.high_gpus, forecast.trend_gpus_per_week
+            forecast.weeks,
+            forecast.mean_gpus,
+            forecast.low_gpus,
+            forecast.high_gpus,
+            if forecast.trend_gpus_per_week.abs() < 0.005 { 0.0 } else { forecast.trend_gpus_per_week }
         )?;
         if let Some(d) = demand.get(key) {
             writeln!(out, "{}", chart(&d.hourly, plan.lines.iter().map(|l| l.commit_gpus).sum()))?;

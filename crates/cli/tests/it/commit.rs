@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::common::{gpubroker, json, run, temp_file};
+use crate::common::{filters, gpubroker, json, run, temp_file};
 
 /// Hourly H100 demand from 2026-09-01: `base` GPUs always, plus `peak` more on weekday office
 /// hours; after `drop_after_weeks`, only `after` GPUs.
@@ -303,4 +303,13 @@ fn a_commitment_and_overage_contract_takes_the_peaks() {
         run(gpubroker().args(["commit", "plan", "--contract", "min=1,rate=2", "--gpu", "H100", "--usage"]).arg(&path));
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("missing `overage=`"), "{}", out.stderr);
+}
+
+#[test]
+fn text_output_snapshot() {
+    let (_dir, path) = temp_file("demand.csv", &demand_csv(8, 8, 8, 99, 0));
+    let out =
+        run(gpubroker().args(["commit", "plan", "--provider", "aws", "--train-weeks", "6", "--usage"]).arg(&path));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    filters().bind(|| insta::assert_snapshot!("commit_plan_aws_h100", out.stdout));
 }
