@@ -1,6 +1,9 @@
 //! `gpubroker commit plan`: commitments, spot and on-demand per GPU type from a demand history.
 
-use std::collections::{BTreeMap, HashMap};
+mod chart;
+mod demand;
+
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use anyhow::{Result, anyhow, bail};
@@ -13,131 +16,13 @@ use gpubroker_plan::commit::{
 };
 use serde::Serialize;
 
-use gpubroker_ledger::Charge;
-
-use super::usage::{CostLedger, parse_time, read_focus};
+use self::chart::{Panel, chart, svg_chart};
+use self::demand::{DemandKey, demand_from_charges, read_demand_csv};
+use super::usage::{CostLedger, read_focus};
 use crate::ExitStatus;
 use crate::args::CommitPlanArgs;
 use crate::context::Context;
 use crate::output::{align_right, table, write_json};
-
-/// Demand for one GPU type at one provider (empty: any provider).
-type DemandKey = (String, String);
-
-/// Hourly demand per GPU type, and the interruptible share.
-struct Demand {
-    hourly: Vec<f64>,
-    interruptible: f64,
-}
-
-fn read_demand_csv(path: &std::path::Path, default_interruptible: f64) -> Result<BTreeMap<DemandKey, Demand>> {
-    let shown = path.display().to_string();
-    let mut reader =
-        csv::ReaderBuilder::new().flexible(true).from_path(path).map_err(|e| anyhow!("{shown}: cannot read: {e}"))?;
-    let headers = reader.headers().map_err(|e| anyhow!("{shown}:1: {e}"))?.clone();
-    let col = |n: &str| headers.iter().position(|h| h.trim() == n);
-    let (Some(ti), Some(gi), Some(ci)) = (col("timestamp"), col("gpu"), col("count")) else {
-        bail!("{shown}:1: header: expected columns timestamp,gpu,count[,interruptible][,provider]");
-    };
-    let ii = col("interruptible");
-    let pi = col("provider");
-    // (gpu, provider, hour) -> (count, interruptible count)
-    let mut cells = Cells::new();
-    for rec in reader.records() {
-        let rec = rec.map_err(|e| anyhow!("{shown}: malformed CSV: {e}"))?;
-        let line = rec.position().map(|p| p.line()).unwrap_or(0);
-        let err = |field: &str, m: String| anyhow!("{shown}:{line}: {field}: {m}");
-        let get = |i: usize| rec.get(i).map(str::trim).unwrap_or("");
-        let at = parse_time(get(ti)).map_err(|m| err("timestamp", m))?;
-        let count: f64 = get(ci).parse().map_err(|_| err("count", format!("`{}` is not a number", get(ci))))?;
-        if !(count.is_finite() && count >= 0.0) {
-            return Err(err("count", format!("`{count}` must be >= 0")));
-        }
-        let share = match ii.map(get) {
-            None | Some("") => default_interruptible,
-            Some("true") => 1.0,
-            Some("false") => 0.0,
-            Some(t) => t
-                .parse::<f64>()
-                .ok()
-                .filter(|v| (0.0..=1.0).contains(v))
-                .ok_or_else(|| err("interruptible", format!("`{t}`: expected true, false or a share 0-1")))?,
-        };
-        let provider = pi.map(get).unwrap_or("").to_string();
-        let cell = cells
-            .entry((get(gi).to_string(), provider))
-            .or_default()
-            .entry(at.as_second().div_euclid(3600))
-            .or_default();
-        cell.0 += count;
-        cell.1 += count * share;
-    }
-    into_series(cells)
-}
-
-/// (count, interruptible count) per hour, per demand series. Hashed, not ordered: a year of
-/// 20 GPU types is 175k rows, and ordered string keys made parsing a CSV cost 0.6 s of memcmp.
-type Cells = HashMap<DemandKey, HashMap<i64, (f64, f64)>>;
-
-/// Dense hourly series from the cells; hours with no row count as zero demand.
-fn into_series(cells: Cells) -> Result<BTreeMap<DemandKey, Demand>> {
-    cells
-        .into_iter()
-        .map(|(key, hours)| {
-            let first = hours.keys().copied().min().unwrap_or(0);
-            let last = hours.keys().copied().max().unwrap_or(0);
-            // A mistyped year would otherwise ask for gigabytes of empty hours.
-            if last - first >= MAX_HISTORY_HOURS {
-                let at = |h: i64| jiff::Timestamp::from_second(h * 3600).map(|t| t.to_string()).unwrap_or_default();
-                bail!(
-                    "`{}` demand spans {} to {}: more than 10 years of hourly history; check the timestamps",
-                    key.0,
-                    at(first),
-                    at(last)
-                );
-            }
-            let mut hourly = vec![0.0; (last - first + 1) as usize];
-            let (mut total, mut flex) = (0.0, 0.0);
-            for (h, (c, f)) in hours {
-                hourly[(h - first) as usize] += c;
-                total += c;
-                flex += f;
-            }
-            Ok((key, Demand { hourly, interruptible: if total > 0.0 { flex / total } else { 0.0 } }))
-        })
-        .collect()
-}
-
-/// Ten years of hours.
-const MAX_HISTORY_HOURS: i64 = 10 * 8766;
-
-/// GPU-hours of metered charges (the ledger's, or a FOCUS file's), spread over the hours each
-/// charge period covers.
-fn demand_from_charges(charges: &[Charge], default_interruptible: f64) -> Result<BTreeMap<DemandKey, Demand>> {
-    let mut cells = Cells::new();
-    for c in charges {
-        if c.gpu.is_empty() || c.gpu_count == 0 {
-            continue;
-        }
-        if c.end_ms - c.start_ms > MAX_HISTORY_HOURS * 3_600_000 {
-            bail!("charge `{}` runs more than 10 years; check its start and end", c.key);
-        }
-        let mut t = c.start_ms;
-        while t < c.end_ms {
-            let hour = t.div_euclid(3_600_000);
-            let next = (hour + 1) * 3_600_000;
-            let share = (next.min(c.end_ms) - t) as f64 / 3_600_000.0;
-            let cell = cells.entry((c.gpu.clone(), c.provider.clone())).or_default().entry(hour).or_default();
-            cell.0 += c.gpu_count as f64 * share;
-            // Work that already ran on spot tolerates interruption; the rest takes the flag.
-            let spot = c.pricing.eq_ignore_ascii_case("spot") || c.pricing.eq_ignore_ascii_case("dynamic"); // FOCUS PricingCategory
-            let interruptible = if spot { 1.0 } else { default_interruptible };
-            cell.1 += c.gpu_count as f64 * share * interruptible;
-            t = next;
-        }
-    }
-    into_series(cells)
-}
 
 /// Where a commitment is bought: a provider's region (`*` when its prices are region-less).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -555,93 +440,4 @@ fn parse_contract(text: &str) -> Result<BlockContract> {
 /// Float noise (`-0.0`, `-1e-15`) printed as 0.
 fn tidy(percent: f64) -> f64 {
     if percent.abs() < 1e-9 { 0.0 } else { percent }
-}
-
-/// Daily mean demand as a bar chart, with the commitment level marked.
-fn chart(hourly: &[f64], commit: f64) -> String {
-    let days: Vec<f64> = hourly.chunks(24).map(|d| d.iter().sum::<f64>() / d.len() as f64).collect();
-    let peak = days.iter().copied().fold(commit, f64::max).max(1e-9);
-    let bars = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let line: String = days.iter().map(|v| bars[((v / peak) * 7.0).round().clamp(0.0, 7.0) as usize]).collect();
-    let level = bars[((commit / peak) * 7.0).round().clamp(0.0, 7.0) as usize];
-    let shown: String = line.chars().rev().take(90).collect::<Vec<_>>().into_iter().rev().collect();
-    format!(
-        "daily mean demand (last {} days, peak {:.1} GPUs): {shown}\ncommitted level: {level} ({commit:.1} GPUs)",
-        days.len().min(90),
-        peak
-    )
-}
-
-/// Hourly demand and the stacked commitment levels, one panel per GPU type, as an SVG document.
-/// One chart panel: title, hourly demand, (instrument, GPUs committed) levels.
-type Panel<'a> = (String, &'a [f64], Vec<(String, f64)>);
-
-fn svg_chart(panels: &[Panel]) -> String {
-    use std::fmt::Write as _;
-    const W: f64 = 960.0;
-    const H: f64 = 260.0;
-    const LEFT: f64 = 56.0;
-    const TOP: f64 = 30.0;
-    const PLOT_W: f64 = W - LEFT - 20.0;
-    const PLOT_H: f64 = H - TOP - 40.0;
-    let colours = ["#d62728", "#2ca02c", "#9467bd", "#ff7f0e"];
-    let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n",
-        H * panels.len() as f64
-    );
-    for (i, (title, hourly, levels)) in panels.iter().enumerate() {
-        let y0 = H * i as f64;
-        let total: f64 = levels.iter().map(|l| l.1).sum();
-        let peak = hourly.iter().copied().fold(total, f64::max).max(1.0);
-        let x = |h: usize| LEFT + PLOT_W * h as f64 / hourly.len().max(1) as f64;
-        let y = |v: f64| y0 + TOP + PLOT_H * (1.0 - v / peak);
-        let _ =
-            writeln!(svg, "<text x=\"{LEFT}\" y=\"{}\" font-weight=\"bold\">{}</text>", y0 + 18.0, xml_escape(title));
-        let _ = writeln!(
-            svg,
-            "<rect x=\"{LEFT}\" y=\"{}\" width=\"{PLOT_W}\" height=\"{PLOT_H}\" fill=\"none\" stroke=\"#999\"/>",
-            y0 + TOP
-        );
-        for tick in 0..=4 {
-            let v = peak * f64::from(tick) / 4.0;
-            let _ =
-                writeln!(svg, "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{v:.1}</text>", LEFT - 6.0, y(v) + 4.0);
-        }
-        let points: Vec<String> = hourly.iter().enumerate().map(|(h, v)| format!("{:.1},{:.1}", x(h), y(*v))).collect();
-        let _ = writeln!(
-            svg,
-            "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"0.8\" points=\"{}\"/>",
-            points.join(" ")
-        );
-        let mut stacked = 0.0;
-        for (k, (name, gpus)) in levels.iter().enumerate() {
-            stacked += gpus;
-            let colour = colours[k % colours.len()];
-            let _ = writeln!(
-                svg,
-                "<line x1=\"{LEFT}\" x2=\"{0}\" y1=\"{1:.1}\" y2=\"{1:.1}\" stroke=\"{colour}\" stroke-width=\"2\" stroke-dasharray=\"6 3\"/>",
-                LEFT + PLOT_W,
-                y(stacked)
-            );
-            let _ = writeln!(
-                svg,
-                "<text x=\"{}\" y=\"{:.1}\" fill=\"{colour}\" text-anchor=\"end\">{} {gpus:.1} GPUs</text>",
-                LEFT + PLOT_W - 4.0,
-                y(stacked) - 4.0,
-                xml_escape(name)
-            );
-        }
-        let _ = writeln!(
-            svg,
-            "<text x=\"{LEFT}\" y=\"{}\">hourly GPUs in use ({} h, blue); dashed: cumulative commitment levels</text>",
-            y0 + TOP + PLOT_H + 24.0,
-            hourly.len()
-        );
-    }
-    svg.push_str("</svg>\n");
-    svg
-}
-
-fn xml_escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
