@@ -85,28 +85,6 @@ pub fn parse_duration_s(text: &str) -> Result<u64, UnitError> {
     Ok(total.round() as u64)
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`):
-/// calendar-month arithmetic in UTC without a time-zone database.
-pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + day - 1;
-    era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
-}
-
-/// `(year, month)` of a day counted from 1970-01-01: the inverse of [`days_from_civil`] to the month.
-pub fn year_month_of_day(days: i64) -> (i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(month <= 2), month)
-}
-
 /// Formats hours compactly for tables: `45m`, `12.3h`, `4.2d`.
 pub fn format_hours(hours: f64) -> String {
     if !hours.is_finite() {
@@ -123,17 +101,6 @@ pub fn format_hours(hours: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn civil_days_round_trip() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2026, 11, 29), 20_786);
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
-        for day in [-1, 0, 59, 60, 365, 11_016, 11_017, 20_786, 20_789, 21_000] {
-            let (y, m) = year_month_of_day(day);
-            assert!(days_from_civil(y, m, 1) <= day && day < days_from_civil(y + m / 12, m % 12 + 1, 1), "{day}");
-        }
-    }
 
     #[test]
     fn sizes() {

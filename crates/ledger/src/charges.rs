@@ -81,6 +81,23 @@ pub struct Charge {
 }
 
 impl Charge {
+    /// The buckets of `bucket_ms` (hours, days) the charge period covers, with the milliseconds
+    /// of it in each: `(bucket index since the epoch, ms)`. An instant charge (end = start)
+    /// counts as 1 ms in its bucket, so its amount is not lost when it is spread.
+    pub fn spread(&self, bucket_ms: i64) -> impl Iterator<Item = (i64, i64)> + '_ {
+        let end = self.end_ms.max(self.start_ms + 1);
+        let mut t = self.start_ms;
+        std::iter::from_fn(move || {
+            (t < end).then(|| {
+                let bucket = t.div_euclid(bucket_ms);
+                let next = ((bucket + 1) * bucket_ms).min(end);
+                let part = (bucket, next - t);
+                t = next;
+                part
+            })
+        })
+    }
+
     /// `job`, `usage` or `focus`.
     pub fn source_name(&self) -> &'static str {
         self.source.as_str()
@@ -376,7 +393,8 @@ impl GroupBy {
         }
     }
 
-    fn key(&self, c: &Charge) -> String {
+    /// The group `c` falls in (what [`group_charges`] keys its rows by).
+    pub fn key(&self, c: &Charge) -> String {
         let date = |len: usize| {
             jiff::Timestamp::from_millisecond(c.start_ms)
                 .map(|t| t.to_string().chars().take(len).collect())
@@ -473,6 +491,18 @@ mod tests {
     }
 
     proptest! {
+        /// Spreading a charge over buckets loses and adds no millisecond, in contiguous buckets.
+        #[test]
+        fn spread_covers_the_period_exactly(start in -10_000_000_000i64..10_000_000_000, len in 0i64..500_000_000, bucket in 1i64..100_000_000) {
+            let mut c = charge(0, "ml", 1);
+            (c.start_ms, c.end_ms) = (start, start + len);
+            let parts: Vec<(i64, i64)> = c.spread(bucket).collect();
+            prop_assert_eq!(parts.iter().map(|p| p.1).sum::<i64>(), len.max(1));
+            prop_assert_eq!(parts[0].0, start.div_euclid(bucket));
+            prop_assert!(parts.windows(2).all(|w| w[1].0 == w[0].0 + 1));
+            prop_assert!(parts.iter().all(|p| p.1 > 0 && p.1 <= bucket));
+        }
+
         #[test]
         fn attribution_adds_up_exactly_and_ignores_order(costs in proptest::collection::vec((0usize..4, 1i64..10_000_000_000_000), 1..200), seed in any::<u64>()) {
             let teams = ["ml", "infra", "research", ""];

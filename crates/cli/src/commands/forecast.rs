@@ -7,9 +7,12 @@ use std::io::Write;
 use anyhow::{Result, bail};
 use comfy_table::Cell;
 use gpubroker_core::forecast::SeasonalTrend;
-use gpubroker_core::units::{days_from_civil, year_month_of_day as month_of};
 use gpubroker_core::{Currency, Decimal, Money};
 use gpubroker_ledger::GroupBy;
+use jiff::ToSpan;
+use jiff::civil::Date;
+use jiff::tz::TimeZone;
+use rust_decimal::prelude::ToPrimitive;
 use serde::Serialize;
 
 use super::usage::CostLedger;
@@ -47,6 +50,11 @@ struct ForecastJson {
     scopes: Vec<ScopeForecast>,
 }
 
+/// Days since 1970-01-01 of a UTC calendar date.
+fn day_number(date: Date) -> Result<i64> {
+    Ok(date.to_zoned_datetime(TimeZone::UTC)?.timestamp().as_second().div_euclid(86_400))
+}
+
 /// A forecast is an estimate: it is shown to the cent, never summed into the ledger.
 fn cents(v: f64) -> Decimal {
     Decimal::try_from(v).unwrap_or_default().round_dp(2)
@@ -66,21 +74,12 @@ pub(crate) fn forecast(ctx: &Context, args: &CostForecastArgs, out: &mut impl Wr
     for c in CostLedger::open()?.charges(None, Some(today * DAY_MS), &[])? {
         let scope = match &by {
             None => "all".to_string(),
-            Some(g) => gpubroker_ledger::group_charges(std::slice::from_ref(&c), g)
-                .into_iter()
-                .next()
-                .map(|r| r.key)
-                .unwrap_or_default(),
+            Some(g) => g.key(&c),
         };
         let amount = fx.convert(Money::new(c.effective_cost, c.currency), currency)?.amount;
-        let (start, end) = (c.start_ms, c.end_ms.max(c.start_ms + 1).min(today * DAY_MS));
         let span = Decimal::from(c.end_ms.max(c.start_ms + 1) - c.start_ms);
-        let mut t = start;
-        while t < end {
-            let day = t.div_euclid(DAY_MS);
-            let next = ((day + 1) * DAY_MS).min(end);
-            *daily.entry(scope.clone()).or_default().entry(day).or_default() += amount * Decimal::from(next - t) / span;
-            t = next;
+        for (day, ms) in c.spread(DAY_MS).take_while(|(day, _)| *day < today) {
+            *daily.entry(scope.clone()).or_default().entry(day).or_default() += amount * Decimal::from(ms) / span;
         }
     }
     if daily.is_empty() {
@@ -89,25 +88,23 @@ pub(crate) fn forecast(ctx: &Context, args: &CostForecastArgs, out: &mut impl Wr
     let mut result = ForecastJson { currency, interval: "80%", scopes: Vec::new() };
     for (scope, days) in &daily {
         let first = *days.keys().next().unwrap_or(&today);
-        let history: Vec<f64> =
-            (first..today).map(|d| days.get(&d).map(|v| v.to_string().parse().unwrap_or(0.0)).unwrap_or(0.0)).collect();
+        let history: Vec<f64> = (first..today).map(|d| days.get(&d).and_then(|v| v.to_f64()).unwrap_or(0.0)).collect();
         if history.len() < 7 {
             bail!("`{scope}`: {} day(s) of spend history; a forecast needs at least 7", history.len());
         }
         // Step 0 is `first`; the day-of-week season needs two weeks of history.
         let model = SeasonalTrend::fit(&history, 7);
-        let (this_year, this_month) = month_of(today);
+        let this_month = ctx.clock.now().to_zoned_datetime(TimeZone::UTC).date().first_of_month();
         let mut months = Vec::new();
         for k in 0..=i64::from(args.months) {
-            let m0 = this_month - 1 + k;
-            let (y, m) = (this_year + m0.div_euclid(12), m0.rem_euclid(12) + 1);
-            let month_start = days_from_civil(y, m, 1);
-            let next_start = days_from_civil(y + (m / 12), m % 12 + 1, 1);
+            let start = this_month.checked_add(k.months())?;
+            let month_start = day_number(start)?;
+            let next_start = day_number(start.checked_add(1.month())?)?;
             let from = month_start.max(today);
             let actual: Decimal = days.range(month_start..today.clamp(month_start, next_start)).map(|(_, v)| *v).sum();
             let (low, point, high) = model.total((from - first) as usize, (next_start - first) as usize);
             months.push(MonthForecast {
-                month: format!("{y:04}-{m:02}"),
+                month: format!("{:04}-{:02}", start.year(), start.month()),
                 actual: actual.round_dp(2),
                 forecast: (actual + cents(point)).round_dp(2),
                 low: (actual + cents(low)).round_dp(2),

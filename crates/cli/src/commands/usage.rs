@@ -932,11 +932,7 @@ pub(crate) fn report(ctx: &Context, args: &CostReportArgs, out: &mut impl Write)
                 if c.tags.get("work_unit") == Some(unit)
                     && let Some(amount) = c.tags.get("work_amount").and_then(|a| Decimal::from_str(a).ok())
                 {
-                    let key = gpubroker_ledger::group_charges(std::slice::from_ref(&c), &by)
-                        .into_iter()
-                        .next()
-                        .map(|r| r.key)
-                        .unwrap_or_default();
+                    let key = by.key(&c);
                     *m.entry(key).or_insert(Decimal::ZERO) += amount;
                 }
             }

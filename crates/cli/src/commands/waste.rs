@@ -376,20 +376,12 @@ pub(crate) fn anomalies(ctx: &Context, args: &CostAnomaliesArgs, out: &mut impl 
     let mut parts: BTreeMap<(String, String, String), Decimal> = BTreeMap::new();
     let dims = ["provider", "gpu", "pricing", "service", "region"];
     for c in ledger.charges(None, None, &[])? {
-        let key = gpubroker_ledger::group_charges(std::slice::from_ref(&c), &by)
-            .into_iter()
-            .next()
-            .map(|r| r.key)
-            .unwrap_or_default();
+        let key = by.key(&c);
         let day: String = iso(c.start_ms).chars().take(10).collect();
         let amount = fx.convert(Money::new(c.billed_cost, c.currency), currency)?.amount;
         *daily.entry((key.clone(), day.clone())).or_default() += amount;
         for d in dims {
-            let value = gpubroker_ledger::group_charges(std::slice::from_ref(&c), &GroupBy::parse(d))
-                .into_iter()
-                .next()
-                .map(|r| r.key)
-                .unwrap_or_default();
+            let value = GroupBy::parse(d).key(&c);
             *parts.entry((key.clone(), day.clone(), format!("{d}={value}"))).or_default() += amount;
         }
     }

@@ -7,8 +7,6 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use gpubroker_core::units::days_from_civil;
-
 use crate::common::{gpubroker, json, repo, shared};
 
 /// Hourly GPU demand (GPUs in use, averaged over each hour) from [start, end) seconds intervals.
@@ -58,9 +56,9 @@ fn philly(dir: &Path) -> (i64, Vec<f64>) {
     let mut jobs = Vec::new();
     for rec in reader.records() {
         let rec = rec.expect("row");
-        let ts = &rec[0];
-        let n = |r: std::ops::Range<usize>| ts[r].parse::<i64>().expect("timestamp");
-        let at = days_from_civil(n(0..4), n(5..7), n(8..10)) * 86_400 + n(11..13) * 3600 + n(14..16) * 60 + n(17..19);
+        // `YYYY-MM-DD HH:MM:SS`, no zone: taken as UTC.
+        let civil: jiff::civil::DateTime = rec[0].replace(' ', "T").parse().expect("timestamp");
+        let at = civil.to_zoned_datetime(jiff::tz::TimeZone::UTC).expect("UTC").timestamp().as_second();
         let duration: f64 = rec[1].parse().expect("duration");
         let gpus: f64 = rec[2].parse().expect("gpus");
         jobs.push((at, duration, gpus));

@@ -108,24 +108,21 @@ pub(super) fn demand_from_charges(
 ) -> Result<BTreeMap<DemandKey, Demand>> {
     let mut cells = Cells::new();
     for c in charges {
-        if c.gpu.is_empty() || c.gpu_count == 0 {
+        if c.gpu.is_empty() || c.gpu_count == 0 || c.end_ms <= c.start_ms {
             continue;
         }
         if c.end_ms - c.start_ms > MAX_HISTORY_HOURS * 3_600_000 {
             bail!("charge `{}` runs more than 10 years; check its start and end", c.key);
         }
-        let mut t = c.start_ms;
-        while t < c.end_ms {
-            let hour = t.div_euclid(3_600_000);
-            let next = (hour + 1) * 3_600_000;
-            let share = (next.min(c.end_ms) - t) as f64 / 3_600_000.0;
-            let cell = cells.entry((c.gpu.clone(), c.provider.clone())).or_default().entry(hour).or_default();
-            cell.0 += c.gpu_count as f64 * share;
-            // Work that already ran on spot tolerates interruption; the rest takes the flag.
-            let spot = c.pricing.eq_ignore_ascii_case("spot") || c.pricing.eq_ignore_ascii_case("dynamic"); // FOCUS PricingCategory
-            let interruptible = if spot { 1.0 } else { default_interruptible };
-            cell.1 += c.gpu_count as f64 * share * interruptible;
-            t = next;
+        // Work that already ran on spot tolerates interruption; the rest takes the flag.
+        let spot = c.pricing.eq_ignore_ascii_case("spot") || c.pricing.eq_ignore_ascii_case("dynamic"); // FOCUS PricingCategory
+        let interruptible = if spot { 1.0 } else { default_interruptible };
+        let series = cells.entry((c.gpu.clone(), c.provider.clone())).or_default();
+        for (hour, ms) in c.spread(3_600_000) {
+            let gpus = c.gpu_count as f64 * ms as f64 / 3_600_000.0;
+            let cell = series.entry(hour).or_default();
+            cell.0 += gpus;
+            cell.1 += gpus * interruptible;
         }
     }
     into_series(cells)

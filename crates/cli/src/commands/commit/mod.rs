@@ -14,6 +14,7 @@ use gpubroker_plan::commit::{
     BlockContract, CommitSettings, DemandForecast, GpuPlan, GpuPrices, Instrument, cost_of_plan_on, forecast_demand,
     forecast_path, plan_gpu_with_contract,
 };
+use rust_decimal::prelude::ToPrimitive;
 use serde::Serialize;
 
 use self::chart::{Panel, chart, svg_chart};
@@ -66,7 +67,7 @@ fn market_prices(
                     .map(|price| price.amount / gpubroker_core::Decimal::from(o.gpu_count.max(1)))
             })
             .min()
-            .and_then(|d| d.to_string().parse::<f64>().ok())
+            .and_then(|d| d.to_f64())
     };
     markets
         .into_iter()
