@@ -287,25 +287,12 @@ impl Store {
         to_ms: Option<i64>,
         sources: &[ChargeSource],
     ) -> Result<Vec<(ReportRow, Currency)>, StoreError> {
-        let key_sql = match by {
-            GroupBy::Tag(k) if STANDARD_TAGS.contains(&k.as_str()) => format!("COALESCE(tag_{k}, '(untagged)')"),
-            GroupBy::Tag(_) => "COALESCE(json_extract(tags, ?3), '(untagged)')".to_string(),
-            GroupBy::Provider => "CASE provider WHEN '' THEN '(none)' ELSE provider END".into(),
-            GroupBy::Service => "CASE service WHEN '' THEN '(none)' ELSE service END".into(),
-            GroupBy::Gpu => "CASE gpu WHEN '' THEN '(none)' ELSE gpu END".into(),
-            GroupBy::Pricing => "CASE pricing WHEN '' THEN '(none)' ELSE pricing END".into(),
-            GroupBy::Region => "CASE region WHEN '' THEN '(none)' ELSE region END".into(),
+        let key_sql = group_key_sql(by).unwrap_or_else(|| match by {
             GroupBy::Day => "strftime('%Y-%m-%d', start_ms / 1000, 'unixepoch')".into(),
             GroupBy::Month => "strftime('%Y-%m', start_ms / 1000, 'unixepoch')".into(),
-        };
-        let source_sql = if sources.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " AND source IN ({})",
-                sources.iter().map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(",")
-            )
-        };
+            _ => "COALESCE(json_extract(tags, ?3), '(untagged)')".into(),
+        });
+        let source_sql = source_filter_sql(sources);
         let sql = format!(
             "SELECT {key_sql} AS k, currency, SUM(billed_u), SUM(billed_f), SUM(effective_u), SUM(effective_f), SUM(list_u), SUM(list_f),
                     SUM(gpu_ms), COUNT(*), SUM(CASE WHEN unused THEN effective_u ELSE 0 END), SUM(CASE WHEN unused THEN effective_f ELSE 0 END)
@@ -431,6 +418,30 @@ pub struct ReportRow {
     pub charges: usize,
     /// Effective cost of commitments paid for but not used (FOCUS `CommitmentDiscountStatus = Unused`).
     pub unused_commitment: Decimal,
+}
+
+/// The SQL of a group key that reads a column, the same in SQLite and PostgreSQL; `None` for
+/// the keys each dialect writes its own way (dates, tags kept in the JSON column).
+pub(crate) fn group_key_sql(by: &GroupBy) -> Option<String> {
+    let column = |c: &str| Some(format!("CASE {c} WHEN '' THEN '(none)' ELSE {c} END"));
+    match by {
+        GroupBy::Tag(k) if STANDARD_TAGS.contains(&k.as_str()) => Some(format!("COALESCE(tag_{k}, '(untagged)')")),
+        GroupBy::Provider => column("provider"),
+        GroupBy::Service => column("service"),
+        GroupBy::Gpu => column("gpu"),
+        GroupBy::Pricing => column("pricing"),
+        GroupBy::Region => column("region"),
+        GroupBy::Tag(_) | GroupBy::Day | GroupBy::Month => None,
+    }
+}
+
+/// ` AND source IN (...)` for a report limited to some sources (their names are fixed
+/// identifiers, never user text).
+pub(crate) fn source_filter_sql(sources: &[ChargeSource]) -> String {
+    if sources.is_empty() {
+        return String::new();
+    }
+    format!(" AND source IN ({})", sources.iter().map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(","))
 }
 
 /// Groups charges (all in one currency: convert first). Exact: every charge lands in exactly

@@ -10,7 +10,7 @@ use std::str::FromStr;
 use gpubroker_core::{Currency, Decimal};
 use postgres::{Client, NoTls};
 
-use crate::charges::{Charge, ChargeSource, GroupBy, ReportRow, STANDARD_TAGS};
+use crate::charges::{Charge, ChargeSource, GroupBy, ReportRow, STANDARD_TAGS, group_key_sql, source_filter_sql};
 
 /// A PostgreSQL problem.
 #[derive(Debug, thiserror::Error)]
@@ -168,25 +168,12 @@ impl PgLedger {
         to_ms: Option<i64>,
         sources: &[ChargeSource],
     ) -> Result<Vec<(ReportRow, Currency)>, PgError> {
-        let key_sql = match by {
-            GroupBy::Tag(k) if STANDARD_TAGS.contains(&k.as_str()) => format!("COALESCE(tag_{k}, '(untagged)')"),
-            GroupBy::Tag(_) => "COALESCE(tags->>$3, '(untagged)')".into(),
-            GroupBy::Provider => "CASE provider WHEN '' THEN '(none)' ELSE provider END".into(),
-            GroupBy::Service => "CASE service WHEN '' THEN '(none)' ELSE service END".into(),
-            GroupBy::Gpu => "CASE gpu WHEN '' THEN '(none)' ELSE gpu END".into(),
-            GroupBy::Pricing => "CASE pricing WHEN '' THEN '(none)' ELSE pricing END".into(),
-            GroupBy::Region => "CASE region WHEN '' THEN '(none)' ELSE region END".into(),
+        let key_sql = group_key_sql(by).unwrap_or_else(|| match by {
             GroupBy::Day => "to_char(to_timestamp(start_ms / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')".into(),
             GroupBy::Month => "to_char(to_timestamp(start_ms / 1000) AT TIME ZONE 'UTC', 'YYYY-MM')".into(),
-        };
-        let source_sql = if sources.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " AND source IN ({})",
-                sources.iter().map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(",")
-            )
-        };
+            _ => "COALESCE(tags->>$3, '(untagged)')".into(),
+        });
+        let source_sql = source_filter_sql(sources);
         let sql = format!(
             "SELECT {key_sql} AS k, currency, SUM(billed_cost)::text, SUM(effective_cost)::text, SUM(list_cost)::text,
                     SUM(gpu_count::bigint * GREATEST(end_ms - start_ms, 0))::text, COUNT(*), COALESCE(SUM(effective_cost) FILTER (WHERE unused), 0)::text
