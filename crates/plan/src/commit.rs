@@ -485,6 +485,27 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// On-demand at 3.0 per GPU-hour, a 1-year reservation at `rate`, spot at `spot`.
+    fn one_year(rate: f64, spot: Option<f64>) -> GpuPrices {
+        GpuPrices {
+            on_demand: 3.0,
+            spot,
+            instruments: vec![Instrument { name: "reserved_1y".into(), rate, long_term: false }],
+        }
+    }
+
+    /// On-demand at 3.0, 1 year at 1.9, 3 years at 1.3 (capped at the base load).
+    fn one_and_three_years() -> GpuPrices {
+        let mut prices = one_year(1.9, None);
+        prices.instruments.push(Instrument { name: "reserved_3y".into(), rate: 1.3, long_term: true });
+        prices
+    }
+
+    /// Guarded settings with a lookback of `hours` and an optional risk limit.
+    fn lookback_settings(hours: usize, max_unused_gpu_hours: Option<f64>) -> CommitSettings {
+        CommitSettings { short_lookback_hours: hours, max_unused_gpu_hours, guards: true }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
@@ -510,7 +531,7 @@ mod tests {
                 Instrument { name: "reserved_3y".into(), rate: od * r3 as f64 / 100.0, long_term: false },
             ];
             let prices = GpuPrices { on_demand: od, spot: None, instruments: instruments.clone() };
-            let settings = CommitSettings { short_lookback_hours: usize::MAX, max_unused_gpu_hours: None, guards: true };
+            let settings = lookback_settings(usize::MAX, None);
             let plan = plan_gpu("X", &hourly, 0.0, &prices, &settings);
             for inst in &instruments {
                 let c = single_instrument(&hourly, inst.rate, od);
@@ -544,15 +565,8 @@ mod tests {
         #[test]
         fn unguarded_plan_is_a_lower_bound(demand in proptest::collection::vec(0u32..30, 48..200), lookback in 1usize..100, limit in proptest::option::of(0.0f64..500.0)) {
             let hourly: Vec<f64> = demand.iter().map(|d| *d as f64).collect();
-            let prices = GpuPrices {
-                on_demand: 3.0,
-                spot: None,
-                instruments: vec![
-                    Instrument { name: "reserved_1y".into(), rate: 1.9, long_term: false },
-                    Instrument { name: "reserved_3y".into(), rate: 1.3, long_term: true },
-                ],
-            };
-            let guarded = plan_gpu("X", &hourly, 0.0, &prices, &CommitSettings { short_lookback_hours: lookback, max_unused_gpu_hours: limit, guards: true });
+            let prices = one_and_three_years();
+            let guarded = plan_gpu("X", &hourly, 0.0, &prices, &lookback_settings(lookback, limit));
             let hindsight = plan_gpu("X", &hourly, 0.0, &prices, &CommitSettings { short_lookback_hours: lookback, max_unused_gpu_hours: None, guards: false });
             prop_assert!(hindsight.expected_cost <= guarded.expected_cost + 1e-6 * guarded.expected_cost.max(1.0), "hindsight {} > guarded {}", hindsight.expected_cost, guarded.expected_cost);
         }
@@ -611,14 +625,7 @@ mod tests {
     fn steady_load_is_committed_and_peaks_stay_on_demand() {
         // 8 GPUs always, 16 for 2 hours a day.
         let hourly: Vec<f64> = (0..24 * 28).map(|h| if h % 24 < 2 { 16.0 } else { 8.0 }).collect();
-        let prices = GpuPrices {
-            on_demand: 3.0,
-            spot: None,
-            instruments: vec![
-                Instrument { name: "reserved_1y".into(), rate: 1.9, long_term: false },
-                Instrument { name: "reserved_3y".into(), rate: 1.3, long_term: true },
-            ],
-        };
+        let prices = one_and_three_years();
         let plan = plan_gpu("H100", &hourly, 0.0, &prices, &CommitSettings::default());
         let committed: f64 = plan.lines.iter().map(|l| l.commit_gpus).sum();
         assert!((committed - 8.0).abs() < 1e-6, "{plan:?}");
@@ -634,25 +641,9 @@ mod tests {
     fn a_recent_drop_caps_the_commitment() {
         // 20 GPUs for three weeks, then 4 for the last week.
         let hourly: Vec<f64> = (0..24 * 28).map(|h| if h < 24 * 21 { 20.0 } else { 4.0 }).collect();
-        let prices = GpuPrices {
-            on_demand: 3.0,
-            spot: None,
-            instruments: vec![Instrument { name: "reserved_1y".into(), rate: 1.9, long_term: false }],
-        };
-        let guarded = plan_gpu(
-            "A100",
-            &hourly,
-            0.0,
-            &prices,
-            &CommitSettings { short_lookback_hours: 24 * 7, max_unused_gpu_hours: None, guards: true },
-        );
-        let unguarded = plan_gpu(
-            "A100",
-            &hourly,
-            0.0,
-            &prices,
-            &CommitSettings { short_lookback_hours: usize::MAX, max_unused_gpu_hours: None, guards: true },
-        );
+        let prices = one_year(1.9, None);
+        let guarded = plan_gpu("A100", &hourly, 0.0, &prices, &lookback_settings(24 * 7, None));
+        let unguarded = plan_gpu("A100", &hourly, 0.0, &prices, &lookback_settings(usize::MAX, None));
         let c = |p: &GpuPlan| p.lines.iter().map(|l| l.commit_gpus).sum::<f64>();
         assert!((c(&guarded) - 4.0).abs() < 1e-6, "{guarded:?}");
         assert!(c(&unguarded) > 4.0);
@@ -661,11 +652,7 @@ mod tests {
     #[test]
     fn interruptible_work_goes_to_spot_when_cheaper() {
         let hourly = vec![10.0; 100];
-        let prices = GpuPrices {
-            on_demand: 3.0,
-            spot: Some(0.9),
-            instruments: vec![Instrument { name: "reserved_1y".into(), rate: 1.9, long_term: false }],
-        };
+        let prices = one_year(1.9, Some(0.9));
         let plan = plan_gpu("L4", &hourly, 0.5, &prices, &CommitSettings::default());
         assert!((plan.spot_share - 0.5).abs() < 1e-9);
         assert!(plan.lines.iter().any(|l| l.instrument == "spot" && (l.gpu_hours - 500.0).abs() < 1e-6));
@@ -674,25 +661,9 @@ mod tests {
     #[test]
     fn a_risk_limit_bounds_unused_commitment() {
         let hourly: Vec<f64> = (0..200).map(|h| if h % 2 == 0 { 10.0 } else { 2.0 }).collect();
-        let prices = GpuPrices {
-            on_demand: 3.0,
-            spot: None,
-            instruments: vec![Instrument { name: "reserved_1y".into(), rate: 1.0, long_term: false }],
-        };
-        let free = plan_gpu(
-            "T4",
-            &hourly,
-            0.0,
-            &prices,
-            &CommitSettings { short_lookback_hours: usize::MAX, max_unused_gpu_hours: None, guards: true },
-        );
-        let limited = plan_gpu(
-            "T4",
-            &hourly,
-            0.0,
-            &prices,
-            &CommitSettings { short_lookback_hours: usize::MAX, max_unused_gpu_hours: Some(100.0), guards: true },
-        );
+        let prices = one_year(1.0, None);
+        let free = plan_gpu("T4", &hourly, 0.0, &prices, &lookback_settings(usize::MAX, None));
+        let limited = plan_gpu("T4", &hourly, 0.0, &prices, &lookback_settings(usize::MAX, Some(100.0)));
         let c = |p: &GpuPlan| p.lines.iter().map(|l| l.commit_gpus).sum::<f64>();
         assert!(c(&limited) < c(&free));
         let unused: f64 = hourly.iter().map(|u| (c(&limited) - u).max(0.0)).sum();
