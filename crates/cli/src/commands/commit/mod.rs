@@ -361,10 +361,10 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
             plan.hours,
             plan.expected_cost,
             plan.on_demand_cost,
-            tidy(plan.savings_pct),
-            tidy(plan.utilization * 100.0),
-            tidy(plan.coverage * 100.0),
-            tidy(plan.spot_share * 100.0)
+            shown(plan.savings_pct, 1),
+            shown(plan.utilization * 100.0, 1),
+            shown(plan.coverage * 100.0, 1),
+            shown(plan.spot_share * 100.0, 1)
         )?;
         let mut t = table(&["instrument", "GPUs committed", "GPU-hours", "cost", "break-even use"]);
         for l in &plan.lines {
@@ -385,7 +385,7 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
             forecast.mean_gpus,
             forecast.low_gpus,
             forecast.high_gpus,
-            if forecast.trend_gpus_per_week.abs() < 0.005 { 0.0 } else { forecast.trend_gpus_per_week }
+            shown(forecast.trend_gpus_per_week, 2)
         )?;
         if let Some(d) = demand.get(key) {
             writeln!(out, "{}", chart(&d.hourly, plan.lines.iter().map(|l| l.commit_gpus).sum()))?;
@@ -401,9 +401,9 @@ pub(crate) fn plan(ctx: &Context, args: &CommitPlanArgs, out: &mut impl Write) -
             b.test_hours,
             b.plan_cost,
             b.on_demand_cost,
-            tidy(b.savings_pct),
+            shown(b.savings_pct, 1),
             b.hindsight_cost,
-            tidy(b.gap_to_hindsight_pct)
+            shown(b.gap_to_hindsight_pct, 1)
         )?;
     }
     writeln!(
@@ -438,7 +438,10 @@ fn parse_contract(text: &str) -> Result<BlockContract> {
     })
 }
 
-/// Float noise (`-0.0`, `-1e-15`) printed as 0.
-fn tidy(percent: f64) -> f64 {
-    if percent.abs() < 1e-9 { 0.0 } else { percent }
+/// `value` rounded to the `decimals` it is printed with, without a sign on zero: float noise
+/// (`-1e-15`) would otherwise print as `-0.0`.
+fn shown(value: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    let rounded = (value * scale).round() / scale;
+    if rounded == 0.0 { 0.0 } else { rounded }
 }
