@@ -92,7 +92,11 @@ impl SpotTrace {
             if cells.len() != 3 {
                 return Err(format!("line {}: expected `clock,timestamp,fail`", i + 1));
             }
-            let t = parse_rfc3339_seconds(cells[1])
+            let t = cells[1]
+                .parse::<jiff::Timestamp>()
+                .ok()
+                .filter(|_| cells[1].ends_with('Z'))
+                .map(|t| t.as_second())
                 .ok_or_else(|| format!("line {}: `{}` is not a UTC timestamp", i + 1, cells[1]))?;
             let fail: u8 =
                 cells[2].parse().map_err(|_| format!("line {}: fail `{}` must be 0 or 1", i + 1, cells[2]))?;
@@ -131,26 +135,6 @@ impl SpotTrace {
     pub fn hours(&self) -> f64 {
         self.counts.len() as f64 * self.gap_s as f64 / 3600.0
     }
-}
-
-/// Seconds since the epoch of `YYYY-MM-DDTHH:MM:SS[.fff]Z` (UTC only; what the probe logs use).
-fn parse_rfc3339_seconds(s: &str) -> Option<i64> {
-    let s = s.strip_suffix('Z')?;
-    let (date, time) = s.split_once('T')?;
-    let mut d = date.split('-').map(|x| x.parse::<i64>().ok());
-    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
-    let time = time.split('.').next()?;
-    let mut t = time.split(':').map(|x| x.parse::<i64>().ok());
-    let (hh, mm, ss) = (t.next()??, t.next()??, t.next()??);
-    // Days from civil (Howard Hinnant's algorithm).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + hh * 3600 + mm * 60 + ss)
 }
 
 #[cfg(test)]
